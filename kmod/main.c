@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * strixpeer - RDMA-registrable unified CPU/GPU memory for AMD Strix Halo.
+ *
+ * This file: module parameters, the /dev/strixpeer misc device, its ioctl
+ * dispatcher (extensible structs, see include/uapi/strixpeer.h) and the
+ * read-only counters in sysfs.
+ */
+#include <linux/device.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/nodemask.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/sysfs.h>
+#include <linux/topology.h>
+#include <linux/uaccess.h>
+
+#include <uapi/strixpeer.h>
+
+#include "strixpeer.h"
+
+unsigned long sp_max_buf_size = 64UL << 30;
+module_param_named(max_buf_size, sp_max_buf_size, ulong, 0644);
+MODULE_PARM_DESC(max_buf_size, "Largest buffer in bytes (default 64 GiB)");
+
+int sp_default_node = NUMA_NO_NODE;
+module_param_named(default_node, sp_default_node, int, 0644);
+MODULE_PARM_DESC(default_node,
+		 "NUMA node for buffers that name none (-1: the caller's node)");
+
+bool sp_require_huge;
+module_param_named(require_huge, sp_require_huge, bool, 0644);
+MODULE_PARM_DESC(require_huge,
+		 "Buffers that do not say otherwise need 2 MiB pages (default N)");
+
+struct sp_stats sp_stats;
+
+/**
+ * sp_file_get_buf() - look up a buffer of a file and take a reference
+ * @f: file state
+ * @handle: buffer handle
+ *
+ * Context: takes and releases @f->bufs' xa_lock.
+ * Return: the buffer (drop with sp_buf_put()) or NULL.
+ */
+static struct sp_buf *sp_file_get_buf(struct sp_file *f, u32 handle)
+{
+	struct sp_buf *buf;
+
+	xa_lock(&f->bufs);
+	buf = xa_load(&f->bufs, handle);
+	if (buf)
+		kref_get(&buf->ref);	/* the xarray's reference keeps it alive */
+	xa_unlock(&f->bufs);
+	return buf;
+}
+
+static int sp_resolve_node(u32 requested, int *node)
+{
+	int nid;
+
+	if (requested != STRIXPEER_NODE_DEFAULT) {
+		if (requested >= nr_node_ids)
+			return -EINVAL;
+		nid = requested;
+	} else {
+		nid = READ_ONCE(sp_default_node);
+		if (nid == NUMA_NO_NODE)
+			nid = numa_mem_id();
+	}
+	if (nid < 0 || nid >= nr_node_ids || !node_state(nid, N_MEMORY))
+		return -EINVAL;
+	*node = nid;
+	return 0;
+}
+
+static int sp_ioctl_version(struct sp_file *f, void *data)
+{
+	struct strixpeer_version *v = data;
+
+	v->abi_major = STRIXPEER_ABI_MAJOR;
+	v->abi_minor = STRIXPEER_ABI_MINOR;
+	v->module_version = (SP_VERSION_MAJOR << 16) | (SP_VERSION_MINOR << 8) |
+			    SP_VERSION_PATCH;
+	v->features = STRIXPEER_FEAT_BUFFERS | STRIXPEER_FEAT_NUMA;
+	v->page_sizes = (1ULL << PAGE_SHIFT) | (1ULL << PMD_SHIFT);
+	return 0;
+}
+
+static int sp_ioctl_buf_alloc(struct sp_file *f, void *data)
+{
+	struct strixpeer_buf_alloc *a = data;
+	unsigned long max = READ_ONCE(sp_max_buf_size);
+	struct sp_buf *buf;
+	bool huge_only;
+	u64 size;
+	int node;
+	u32 id;
+	int ret;
+
+	if ((a->flags & ~STRIXPEER_ALLOC_FLAGS) || a->reserved || !a->size)
+		return -EINVAL;
+	if ((a->flags & STRIXPEER_ALLOC_FLAGS) == STRIXPEER_ALLOC_FLAGS)
+		return -EINVAL;
+	huge_only = (a->flags & STRIXPEER_ALLOC_HUGE_ONLY) ||
+		    (!(a->flags & STRIXPEER_ALLOC_ALLOW_SMALL) &&
+		     READ_ONCE(sp_require_huge));
+
+	size = round_up(a->size, huge_only ? PMD_SIZE : PAGE_SIZE);
+	if (a->size > max || size > max || size < a->size) {
+		pr_info_ratelimited("strixpeer: %s[%d]: %llu-byte buffer refused: above max_buf_size (%lu)\n",
+				    current->comm, task_pid_nr(current),
+				    a->size, max);
+		return -EFBIG;
+	}
+	ret = sp_resolve_node(a->node, &node);
+	if (ret)
+		return ret;
+
+	buf = sp_buf_create(size, node, huge_only);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+
+	ret = xa_alloc(&f->bufs, &id, buf, XA_LIMIT(1, SP_MAX_HANDLE),
+		       GFP_KERNEL);
+	if (ret) {
+		sp_buf_put(buf);
+		return ret == -EBUSY ? -ENOSPC : ret;
+	}
+	buf->handle = id;
+	a->size = size;
+	a->handle = id;
+	a->mmap_offset = (u64)id << SP_COOKIE_SHIFT;
+	return 0;
+}
+
+/* Undo a BUF_ALLOC whose result could not be copied back to user space. */
+static void sp_ioctl_buf_alloc_undo(struct sp_file *f, void *data)
+{
+	struct strixpeer_buf_alloc *a = data;
+	struct sp_buf *buf = xa_erase(&f->bufs, a->handle);
+
+	if (buf)
+		sp_buf_put(buf);
+}
+
+static int sp_ioctl_buf_free(struct sp_file *f, void *data)
+{
+	struct strixpeer_buf_free *fr = data;
+	struct sp_buf *buf;
+
+	if (fr->flags)
+		return -EINVAL;
+	buf = xa_erase(&f->bufs, fr->handle);
+	if (!buf)
+		return -ENOENT;
+	sp_buf_put(buf);
+	return 0;
+}
+
+static int sp_ioctl_buf_info(struct sp_file *f, void *data)
+{
+	struct strixpeer_buf_info *info = data;
+	struct sp_buf *buf;
+
+	if (info->flags || info->reserved)
+		return -EINVAL;
+	buf = sp_file_get_buf(f, info->handle);
+	if (!buf)
+		return -ENOENT;
+	info->size = buf->size;
+	info->mmap_offset = (u64)buf->handle << SP_COOKIE_SHIFT;
+	info->page_size = PAGE_SIZE << buf->min_order;
+	info->node = buf->node;
+	info->nr_chunks = buf->nr_chunks;
+	info->map_count = atomic_read(&buf->map_count);
+	sp_buf_put(buf);
+	return 0;
+}
+
+/**
+ * struct sp_ioctl_desc - one ioctl
+ * @cmd: the command as this module knows it (direction, current size)
+ * @min_size: size of the struct's first ABI version; smaller is refused
+ * @fn: handler, works on a kernel copy of the struct
+ * @undo: reverts @fn when its result cannot be copied back (optional)
+ */
+struct sp_ioctl_desc {
+	unsigned int cmd;
+	unsigned int min_size;
+	int (*fn)(struct sp_file *f, void *data);
+	void (*undo)(struct sp_file *f, void *data);
+};
+
+#define SP_IOCTL(_cmd, _type, _fn, _undo)				\
+	[_IOC_NR(_cmd)] = { .cmd = _cmd, .min_size = sizeof(_type),	\
+			    .fn = _fn, .undo = _undo }
+
+static const struct sp_ioctl_desc sp_ioctls[] = {
+	SP_IOCTL(STRIXPEER_IOC_VERSION, struct strixpeer_version,
+		 sp_ioctl_version, NULL),
+	SP_IOCTL(STRIXPEER_IOC_BUF_ALLOC, struct strixpeer_buf_alloc,
+		 sp_ioctl_buf_alloc, sp_ioctl_buf_alloc_undo),
+	SP_IOCTL(STRIXPEER_IOC_BUF_FREE, struct strixpeer_buf_free,
+		 sp_ioctl_buf_free, NULL),
+	SP_IOCTL(STRIXPEER_IOC_BUF_INFO, struct strixpeer_buf_info,
+		 sp_ioctl_buf_info, NULL),
+};
+
+union sp_ioctl_data {
+	struct strixpeer_version version;
+	struct strixpeer_buf_alloc alloc;
+	struct strixpeer_buf_free free;
+	struct strixpeer_buf_info info;
+};
+
+static long sp_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	struct sp_file *f = filp->private_data;
+	void __user *uarg = (void __user *)arg;
+	unsigned int usize = _IOC_SIZE(cmd);
+	const struct sp_ioctl_desc *desc;
+	union sp_ioctl_data data;
+	unsigned int ksize;
+	int ret;
+
+	if (_IOC_TYPE(cmd) != STRIXPEER_IOC_MAGIC ||
+	    _IOC_NR(cmd) >= ARRAY_SIZE(sp_ioctls))
+		return -ENOTTY;
+	desc = &sp_ioctls[_IOC_NR(cmd)];
+	if (!desc->fn || _IOC_DIR(cmd) != _IOC_DIR(desc->cmd))
+		return -ENOTTY;
+	if (f->mm != current->mm)
+		return -EACCES;
+	if (usize < desc->min_size)
+		return -EINVAL;
+
+	ksize = _IOC_SIZE(desc->cmd);
+	BUILD_BUG_ON(sizeof(data) > 64);
+	memset(&data, 0, sizeof(data));
+	if (_IOC_DIR(cmd) & _IOC_WRITE) {
+		/* Zero-fills a smaller struct; -E2BIG on a non-zero newer tail. */
+		ret = copy_struct_from_user(&data, ksize, uarg, usize);
+		if (ret)
+			return ret;
+	}
+
+	ret = desc->fn(f, &data);
+	if (ret || !(_IOC_DIR(cmd) & _IOC_READ))
+		return ret;
+
+	if (copy_to_user(uarg, &data, min(usize, ksize)) ||
+	    (usize > ksize && clear_user(uarg + ksize, usize - ksize))) {
+		if (desc->undo)
+			desc->undo(f, &data);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static int sp_mmap(struct file *filp, struct vm_area_struct *vma)
+{
+	struct sp_file *f = filp->private_data;
+	unsigned long handle = vma->vm_pgoff >> (SP_COOKIE_SHIFT - PAGE_SHIFT);
+	struct sp_buf *buf;
+	int ret;
+
+	if (f->mm != current->mm)
+		return -EACCES;
+	if (handle > SP_MAX_HANDLE)
+		return -EINVAL;
+	buf = sp_file_get_buf(f, handle);
+	if (!buf)
+		return -EINVAL;
+	ret = sp_buf_mmap(buf, vma, vma->vm_pgoff & SP_COOKIE_PGOFF_MASK);
+	sp_buf_put(buf);
+	return ret;
+}
+
+static int sp_open(struct inode *inode, struct file *filp)
+{
+	struct sp_file *f;
+
+	if (!current->mm)
+		return -EPERM;
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f)
+		return -ENOMEM;
+	xa_init_flags(&f->bufs, XA_FLAGS_ALLOC1);
+	f->mm = current->mm;
+	mmgrab(f->mm);
+	filp->private_data = f;
+	return 0;
+}
+
+/*
+ * Last close of the file: every handle goes. Buffers still mapped live on
+ * until their last VMA is closed.
+ */
+static int sp_release(struct inode *inode, struct file *filp)
+{
+	struct sp_file *f = filp->private_data;
+	struct sp_buf *buf;
+	unsigned long idx;
+
+	xa_for_each(&f->bufs, idx, buf) {
+		xa_erase(&f->bufs, idx);
+		sp_buf_put(buf);
+	}
+	xa_destroy(&f->bufs);
+	mmdrop(f->mm);
+	kfree(f);
+	return 0;
+}
+
+static const struct file_operations sp_fops = {
+	.owner = THIS_MODULE,
+	.open = sp_open,
+	.release = sp_release,
+	.unlocked_ioctl = sp_ioctl,
+	.compat_ioctl = sp_ioctl,
+	.mmap = sp_mmap,
+};
+
+#define SP_STAT_ATTR(_name)						\
+static ssize_t _name##_show(struct device *dev,				\
+			    struct device_attribute *attr, char *out)	\
+{									\
+	return sysfs_emit(out, "%lld\n",				\
+			  (long long)atomic64_read(&sp_stats._name));	\
+}									\
+static DEVICE_ATTR_RO(_name)
+
+SP_STAT_ATTR(buffers);
+SP_STAT_ATTR(pinned_bytes);
+SP_STAT_ATTR(peak_pinned_bytes);
+SP_STAT_ATTR(allocs);
+SP_STAT_ATTR(frees);
+SP_STAT_ATTR(fail_nomem);
+SP_STAT_ATTR(fail_memlock);
+SP_STAT_ATTR(mmaps);
+
+static struct attribute *sp_attrs[] = {
+	&dev_attr_buffers.attr,
+	&dev_attr_pinned_bytes.attr,
+	&dev_attr_peak_pinned_bytes.attr,
+	&dev_attr_allocs.attr,
+	&dev_attr_frees.attr,
+	&dev_attr_fail_nomem.attr,
+	&dev_attr_fail_memlock.attr,
+	&dev_attr_mmaps.attr,
+	NULL,
+};
+
+static const struct attribute_group sp_attr_group = {
+	.name = "stats",
+	.attrs = sp_attrs,
+};
+
+static const struct attribute_group *sp_attr_groups[] = {
+	&sp_attr_group,
+	NULL,
+};
+
+static struct miscdevice sp_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "strixpeer",
+	.fops = &sp_fops,
+	.groups = sp_attr_groups,
+	.mode = 0600,
+};
+
+static int __init sp_init(void)
+{
+	return misc_register(&sp_misc);
+}
+
+static void __exit sp_exit(void)
+{
+	misc_deregister(&sp_misc);
+}
+
+module_init(sp_init);
+module_exit(sp_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_AUTHOR("strixpeer developers");
+MODULE_DESCRIPTION("RDMA-registrable unified memory buffers for AMD Strix Halo");
+MODULE_VERSION(SP_VERSION_STR);

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One printer for every strixpeerctl command: the same calls produce an
+ * indented "label: value" table or JSON (-j, pretty with -p), so JSON is
+ * never an afterthought and never pasted together by hand.
+ */
+#ifndef SP_PRINT_H
+#define SP_PRINT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+void pr_init(bool json, bool pretty);
+/* Objects and arrays; @key is the JSON key (NULL inside arrays / at top). */
+void pr_obj_open(const char *key);
+void pr_obj_close(void);
+void pr_arr_open(const char *key);
+void pr_arr_close(void);
+/* Scalars: @key in JSON, @label in the table. */
+void pr_str(const char *key, const char *label, const char *val);
+void pr_u64(const char *key, const char *label, uint64_t val);
+void pr_s64(const char *key, const char *label, int64_t val);
+void pr_bool(const char *key, const char *label, bool val);
+/* Bytes: a number in JSON, "64.0 MiB" in the table. */
+void pr_bytes(const char *key, const char *label, uint64_t val);
+/* Ends the document (a newline after JSON). */
+void pr_done(void);
+
+#endif

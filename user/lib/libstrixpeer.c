@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libstrixpeer: open /dev/strixpeer with a version handshake, allocate,
+ * map, query and free buffers, read the module's counters.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "strixpeer.h"
+#include "uapi/strixpeer.h"
+
+_Static_assert(SP_FEAT_BUFFERS == STRIXPEER_FEAT_BUFFERS, "feature bits");
+_Static_assert(SP_FEAT_NUMA == STRIXPEER_FEAT_NUMA, "feature bits");
+_Static_assert(SP_ALLOC_HUGE_ONLY == STRIXPEER_ALLOC_HUGE_ONLY, "alloc flags");
+_Static_assert(SP_ALLOC_ALLOW_SMALL == STRIXPEER_ALLOC_ALLOW_SMALL, "alloc flags");
+_Static_assert((SP_ALLOC_UNMAPPED & STRIXPEER_ALLOC_FLAGS) == 0, "alloc flags");
+
+#define SP_SYSFS_STATS	"/sys/class/misc/strixpeer/stats"
+
+/* Oldest module ABI minor this library works with (per major). */
+static const unsigned int sp_abi_minor_min;
+
+struct sp_dev {
+	int fd;
+	struct sp_version ver;
+	struct sp_buf *bufs;	/* list of live buffers, for sp_dev_close() */
+};
+
+struct sp_buf {
+	struct sp_dev *dev;
+	struct sp_buf *next;
+	uint32_t handle;
+	size_t size;
+	uint64_t mmap_offset;
+	void *addr;
+};
+
+static __thread char sp_msg[256];
+
+static int sp_fail(int err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int sp_fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sp_msg, sizeof(sp_msg), fmt, ap);
+	va_end(ap);
+	return -err;
+}
+
+const char *sp_lib_version(void)
+{
+	return SP_LIB_VERSION;
+}
+
+const char *sp_errmsg(void)
+{
+	return sp_msg[0] ? sp_msg : "no error";
+}
+
+static int sp_handshake(struct sp_dev *dev, const char *path)
+{
+	struct strixpeer_version v;
+
+	memset(&v, 0, sizeof(v));
+	if (ioctl(dev->fd, STRIXPEER_IOC_VERSION, &v) < 0) {
+		int err = errno;
+
+		if (err == ENOTTY)
+			return sp_fail(EPROTONOSUPPORT,
+				       "%s does not answer the strixpeer version ioctl: not a strixpeer device, or a module too old for libstrixpeer %s",
+				       path, SP_LIB_VERSION);
+		return sp_fail(err, "%s: version ioctl: %s", path, strerror(err));
+	}
+	if (v.abi_major > STRIXPEER_ABI_MAJOR)
+		return sp_fail(EPROTONOSUPPORT,
+			       "strixpeer module ABI %u.%u is newer than libstrixpeer %s understands (%u.x): update libstrixpeer",
+			       v.abi_major, v.abi_minor, SP_LIB_VERSION,
+			       STRIXPEER_ABI_MAJOR);
+	if (v.abi_major < STRIXPEER_ABI_MAJOR ||
+	    v.abi_minor < sp_abi_minor_min)
+		return sp_fail(EPROTONOSUPPORT,
+			       "strixpeer module ABI %u.%u is too old for libstrixpeer %s (needs %u.%u or newer): update the strixpeer module",
+			       v.abi_major, v.abi_minor, SP_LIB_VERSION,
+			       STRIXPEER_ABI_MAJOR, sp_abi_minor_min);
+
+	dev->ver.abi_major = v.abi_major;
+	dev->ver.abi_minor = v.abi_minor;
+	dev->ver.module_major = (v.module_version >> 16) & 0xff;
+	dev->ver.module_minor = (v.module_version >> 8) & 0xff;
+	dev->ver.module_patch = v.module_version & 0xff;
+	dev->ver.features = v.features;
+	dev->ver.page_sizes = v.page_sizes;
+	return 0;
+}
+
+int sp_dev_open(const char *path, struct sp_dev **devp)
+{
+	struct sp_dev *dev;
+	int ret;
+
+	if (!path)
+		path = STRIXPEER_DEVICE_PATH;
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return sp_fail(ENOMEM, "out of memory");
+	dev->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (dev->fd < 0) {
+		int err = errno;
+
+		free(dev);
+		if (err == ENOENT)
+			return sp_fail(err, "%s does not exist: is the strixpeer module loaded? (modprobe strixpeer)",
+				       path);
+		if (err == EACCES || err == EPERM)
+			return sp_fail(err, "no permission to open %s: run as root or join the group that owns it",
+				       path);
+		return sp_fail(err, "cannot open %s: %s", path, strerror(err));
+	}
+	ret = sp_handshake(dev, path);
+	if (ret) {
+		close(dev->fd);
+		free(dev);
+		return ret;
+	}
+	*devp = dev;
+	return 0;
+}
+
+void sp_dev_close(struct sp_dev *dev)
+{
+	if (!dev)
+		return;
+	while (dev->bufs)
+		sp_buf_free(dev->bufs);
+	close(dev->fd);
+	free(dev);
+}
+
+int sp_dev_fd(const struct sp_dev *dev)
+{
+	return dev->fd;
+}
+
+int sp_dev_version(const struct sp_dev *dev, struct sp_version *ver)
+{
+	*ver = dev->ver;
+	return 0;
+}
+
+static int sp_alloc_error(int err, size_t size, int node)
+{
+	switch (err) {
+	case EFBIG:
+		return sp_fail(err, "%zu-byte buffer refused: larger than the module's max_buf_size (/sys/module/strixpeer/parameters/max_buf_size)",
+			       size);
+	case EDQUOT:
+		return sp_fail(err, "%zu-byte buffer refused: it would exceed this process's RLIMIT_MEMLOCK (ulimit -l; CAP_IPC_LOCK lifts it)",
+			       size);
+	case ENOMEM:
+		return sp_fail(err, "not enough free memory for a %zu-byte buffer with the requested page size on node %d",
+			       size, node);
+	case EINVAL:
+		return sp_fail(err, "invalid buffer request (size %zu, node %d): the node must be online and have memory",
+			       size, node);
+	case EINTR:
+		return sp_fail(err, "allocation interrupted by a signal");
+	default:
+		return sp_fail(err, "buffer allocation failed: %s", strerror(err));
+	}
+}
+
+int sp_buf_alloc(struct sp_dev *dev, size_t size, int node,
+		 unsigned int flags, struct sp_buf **bufp)
+{
+	struct strixpeer_buf_alloc a;
+	struct sp_buf *buf;
+	int ret;
+
+	if (flags & ~(STRIXPEER_ALLOC_FLAGS | SP_ALLOC_UNMAPPED))
+		return sp_fail(EINVAL, "unknown flags 0x%x", flags);
+	if (node < SP_NODE_DEFAULT)
+		return sp_fail(EINVAL, "invalid NUMA node %d", node);
+	buf = calloc(1, sizeof(*buf));
+	if (!buf)
+		return sp_fail(ENOMEM, "out of memory");
+
+	memset(&a, 0, sizeof(a));
+	a.size = size;
+	a.node = node == SP_NODE_DEFAULT ? STRIXPEER_NODE_DEFAULT : (uint32_t)node;
+	a.flags = flags & STRIXPEER_ALLOC_FLAGS;
+	if (ioctl(dev->fd, STRIXPEER_IOC_BUF_ALLOC, &a) < 0) {
+		ret = sp_alloc_error(errno, size, node);
+		free(buf);
+		return ret;
+	}
+	buf->dev = dev;
+	buf->handle = a.handle;
+	buf->size = a.size;
+	buf->mmap_offset = a.mmap_offset;
+	buf->next = dev->bufs;
+	dev->bufs = buf;
+
+	if (!(flags & SP_ALLOC_UNMAPPED)) {
+		ret = sp_buf_map(buf);
+		if (ret) {
+			char msg[sizeof(sp_msg)];
+
+			memcpy(msg, sp_msg, sizeof(msg));
+			sp_buf_free(buf);
+			memcpy(sp_msg, msg, sizeof(msg));
+			return ret;
+		}
+	}
+	*bufp = buf;
+	return 0;
+}
+
+int sp_buf_map(struct sp_buf *buf)
+{
+	void *addr;
+
+	if (buf->addr)
+		return sp_fail(EBUSY, "buffer %u is already mapped", buf->handle);
+	addr = mmap(NULL, buf->size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    buf->dev->fd, (off_t)buf->mmap_offset);
+	if (addr == MAP_FAILED) {
+		int err = errno;
+
+		return sp_fail(err, "mapping buffer %u (%zu bytes) failed: %s",
+			       buf->handle, buf->size, strerror(err));
+	}
+	buf->addr = addr;
+	return 0;
+}
+
+int sp_buf_unmap(struct sp_buf *buf)
+{
+	if (!buf->addr)
+		return sp_fail(EINVAL, "buffer %u is not mapped", buf->handle);
+	munmap(buf->addr, buf->size);
+	buf->addr = NULL;
+	return 0;
+}
+
+void *sp_buf_addr(const struct sp_buf *buf)
+{
+	return buf->addr;
+}
+
+size_t sp_buf_size(const struct sp_buf *buf)
+{
+	return buf->size;
+}
+
+int sp_buf_query(const struct sp_buf *buf, struct sp_buf_info *info)
+{
+	struct strixpeer_buf_info bi;
+
+	memset(&bi, 0, sizeof(bi));
+	bi.handle = buf->handle;
+	if (ioctl(buf->dev->fd, STRIXPEER_IOC_BUF_INFO, &bi) < 0) {
+		int err = errno;
+
+		return sp_fail(err, "querying buffer %u failed: %s",
+			       buf->handle, strerror(err));
+	}
+	info->handle = bi.handle;
+	info->node = (int)bi.node;
+	info->size = bi.size;
+	info->page_size = bi.page_size;
+	info->nr_chunks = bi.nr_chunks;
+	info->map_count = bi.map_count;
+	info->mmap_offset = bi.mmap_offset;
+	return 0;
+}
+
+int sp_buf_free(struct sp_buf *buf)
+{
+	struct strixpeer_buf_free fr;
+	struct sp_buf **pp;
+	int ret = 0;
+
+	if (!buf)
+		return 0;
+	for (pp = &buf->dev->bufs; *pp; pp = &(*pp)->next) {
+		if (*pp == buf) {
+			*pp = buf->next;
+			break;
+		}
+	}
+	if (buf->addr)
+		munmap(buf->addr, buf->size);
+	memset(&fr, 0, sizeof(fr));
+	fr.handle = buf->handle;
+	if (ioctl(buf->dev->fd, STRIXPEER_IOC_BUF_FREE, &fr) < 0) {
+		int err = errno;
+
+		ret = sp_fail(err, "freeing buffer %u failed: %s", buf->handle,
+			      strerror(err));
+	}
+	free(buf);
+	return ret;
+}
+
+static int sp_read_u64(const char *name, uint64_t *val)
+{
+	char path[128], line[64];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "%s/%s", SP_SYSFS_STATS, name);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	ok = fgets(line, sizeof(line), f) != NULL &&
+	     sscanf(line, "%" SCNu64, val) == 1;
+	fclose(f);
+	return ok ? 0 : -EIO;
+}
+
+int sp_stats_read(struct sp_stats *stats)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} fields[] = {
+#define SP_FIELD(n) { #n, offsetof(struct sp_stats, n) }
+		SP_FIELD(buffers), SP_FIELD(pinned_bytes),
+		SP_FIELD(peak_pinned_bytes), SP_FIELD(allocs), SP_FIELD(frees),
+		SP_FIELD(fail_nomem), SP_FIELD(fail_memlock), SP_FIELD(mmaps),
+#undef SP_FIELD
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		int ret = sp_read_u64(fields[i].name,
+				      (uint64_t *)((char *)stats + fields[i].off));
+
+		if (ret == -ENOENT)
+			return sp_fail(ENOENT, "%s does not exist: is the strixpeer module loaded?",
+				       SP_SYSFS_STATS);
+		if (ret)
+			return sp_fail(-ret, "reading %s/%s failed: %s",
+				       SP_SYSFS_STATS, fields[i].name,
+				       strerror(-ret));
+	}
+	return 0;
+}
