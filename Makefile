@@ -39,7 +39,12 @@ TEST_HDR := $(wildcard tests/*.h)
 
 all: module user
 
-user: $(LIB_SO) $(B)/libstrixpeer.a $(B)/strixpeerctl $(B)/strixpeer.pc $(TEST_BIN)
+# The sanitizer build of the test programs that need no verbs device.
+ASAN_TESTS := abi lifetime limits
+ASAN_BIN := $(patsubst %,$(B)/asan/%,$(ASAN_TESTS))
+
+user: $(LIB_SO) $(B)/libstrixpeer.a $(B)/strixpeerctl $(B)/strixpeer.pc $(TEST_BIN) \
+	$(ASAN_BIN)
 
 module:
 	@if [ -f "$(KDIR)/Makefile" ]; then \
@@ -80,6 +85,13 @@ $(B)/strixpeer.pc: user/lib/strixpeer.pc.in VERSION | $(B)
 $(B)/tests/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(B)/libstrixpeer.a | $(B)/tests
 	$(CC) $(CFLAGS) $(SP_CFLAGS) -Itests -o $@ $< $(B)/libstrixpeer.a \
 		$(if $(filter rdma_%,$*),-libverbs) -lpthread
+
+# Library and test compiled together with AddressSanitizer and UBSan.
+$(B)/asan/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(LIB_SRC)
+	@mkdir -p $(B)/asan
+	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+		-fno-sanitize-recover=all $(SP_CFLAGS) -U_FORTIFY_SOURCE -Itests \
+		-o $@ $< $(LIB_SRC) -lpthread
 
 deps:
 	./scripts/install-deps.sh

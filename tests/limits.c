@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Limits: pinned memory is charged like ib_umem charges it - to the
+ * caller's RLIMIT_MEMLOCK unless it has CAP_IPC_LOCK - and shows up in the
+ * process's VmPin; module parameters bound buffer sizes.
+ */
+#include "sp_test.h"
+
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/resource.h>
+
+#define NOBODY 65534
+
+/* VmPin of this process, bytes. */
+static uint64_t vmpin(void)
+{
+	char line[256];
+	uint64_t kb = UINT64_MAX;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	CHECK(f, "status");
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %" SCNu64, &kb) == 1)
+			break;
+	fclose(f);
+	CHECK(kb != UINT64_MAX, "no VmPin line");
+	return kb * 1024;
+}
+
+static void drop_privileges(void)
+{
+	CHECK_OK(setgroups(0, NULL));
+	CHECK_OK(setresgid(NOBODY, NOBODY, NOBODY));
+	CHECK_OK(setresuid(NOBODY, NOBODY, NOBODY));
+}
+
+static void set_memlock(uint64_t bytes)
+{
+	struct rlimit rl = { .rlim_cur = bytes, .rlim_max = bytes };
+
+	CHECK_OK(setrlimit(RLIMIT_MEMLOCK, &rl));
+}
+
+static void unprivileged_memlock_enforced(void)
+{
+	struct sp_dev *dev = sp_test_dev();
+	struct sp_buf *a, *b;
+	uint64_t fails;
+
+	set_memlock(8 * MiB);
+	drop_privileges();
+	fails = sp_test_stats().fail_memlock;
+
+	CHECK(sp_buf_alloc(dev, 4 * MiB, SP_NODE_DEFAULT, 0, &a) == 0, "%s", sp_errmsg());
+	CHECK(vmpin() == 4 * MiB, "VmPin %llu", (unsigned long long)vmpin());
+	CHECK(sp_buf_alloc(dev, 6 * MiB, SP_NODE_DEFAULT, 0, &b) == -EDQUOT, "over the limit");
+	CHECK(strstr(sp_errmsg(), "RLIMIT_MEMLOCK"), "message: %s", sp_errmsg());
+	CHECK(sp_test_stats().fail_memlock == fails + 1, "fail_memlock not counted");
+	CHECK(sp_test_stats().buffers == 1, "failed allocation left a buffer");
+	CHECK(vmpin() == 4 * MiB, "failed allocation changed VmPin");
+	CHECK_OK(sp_buf_free(a));
+	CHECK(vmpin() == 0, "VmPin %llu after free", (unsigned long long)vmpin());
+	CHECK(sp_buf_alloc(dev, 8 * MiB, SP_NODE_DEFAULT, 0, &b) == 0, "%s", sp_errmsg());
+	sp_dev_close(dev);
+	CHECK(vmpin() == 0, "VmPin after close");
+	CHECK_NOTHING_PINNED();
+}
+
+/* The charge stays with the mapping: unmapping last returns it. */
+static void charge_released_with_last_mapping(void)
+{
+	struct sp_dev *dev = sp_test_dev();
+	struct sp_buf *a;
+	void *p;
+
+	set_memlock(4 * MiB);
+	drop_privileges();
+	CHECK(sp_buf_alloc(dev, 4 * MiB, SP_NODE_DEFAULT, 0, &a) == 0, "%s", sp_errmsg());
+	p = mmap(NULL, 4 * MiB, PROT_READ, MAP_SHARED, sp_dev_fd(dev),
+		 (off_t)(1ULL << 40));
+	CHECK(p != MAP_FAILED, "second mapping: %s", strerror(errno));
+	CHECK_OK(sp_buf_free(a));
+	CHECK(vmpin() == 4 * MiB, "charge dropped while still mapped");
+	munmap(p, 4 * MiB);
+	CHECK(vmpin() == 0, "VmPin %llu", (unsigned long long)vmpin());
+	sp_dev_close(dev);
+	CHECK_NOTHING_PINNED();
+}
+
+static void cap_ipc_lock_lifts_limit(void)
+{
+	struct sp_dev *dev = sp_test_dev();
+	struct sp_buf *a;
+
+	set_memlock(1 * MiB);
+	CHECK(sp_buf_alloc(dev, 16 * MiB, SP_NODE_DEFAULT, 0, &a) == 0, "%s", sp_errmsg());
+	CHECK(vmpin() == 16 * MiB, "VmPin");
+	sp_dev_close(dev);
+	CHECK_NOTHING_PINNED();
+}
+
+static void unprivileged_cannot_open(void)
+{
+	struct stat st;
+	int fd;
+
+	CHECK_OK(stat(STRIXPEER_DEVICE_PATH, &st));
+	CHECK((st.st_mode & 0777) == 0600, "mode %o", st.st_mode & 0777);
+	drop_privileges();
+	fd = open(STRIXPEER_DEVICE_PATH, O_RDWR);
+	CHECK(fd < 0 && errno == EACCES, "nobody opened the device");
+}
+
+static void small_max(void)
+{
+	struct sp_dev *dev = sp_test_dev();
+	struct sp_buf *a;
+
+	CHECK(sp_buf_alloc(dev, 4 * MiB, SP_NODE_DEFAULT, 0, &a) == 0, "%s", sp_errmsg());
+	CHECK(sp_buf_alloc(dev, 4 * MiB + 1, SP_NODE_DEFAULT, 0, &a) == -EFBIG, "above max");
+	CHECK(strstr(sp_errmsg(), "max_buf_size"), "message: %s", sp_errmsg());
+	sp_dev_close(dev);
+	CHECK_NOTHING_PINNED();
+}
+
+static void max_buf_size_param(void)
+{
+	with_param("max_buf_size", "4194304", small_max);
+}
+
+static const struct tap_case cases[] = {
+	TAP_CASE(unprivileged_memlock_enforced),
+	TAP_CASE(charge_released_with_last_mapping),
+	TAP_CASE(cap_ipc_lock_lifts_limit),
+	TAP_CASE(unprivileged_cannot_open),
+	TAP_CASE(max_buf_size_param),
+};
+
+TAP_MAIN(cases)

@@ -1,0 +1,124 @@
+#!/bin/bash
+# The whole test suite ('make check'): host-side checks, then one VM boot
+# per kernel (Debian 6.1, Debian 6.12, and every debug kernel found in
+# ../shared/kernels/) running every TAP program inside. Ends with one line
+# "N passed, N failed, N skipped" and exits non-zero on any failure.
+#
+# Environment: SP_KERNELS="6.1 6.12 ..." limits the kernels (names as
+# 'tests/vm/kernels.sh list' prints them); SP_TESTS="abi rdma_rxe" limits
+# the programs run in the VM.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+repo=$PWD
+out=$repo/build/check
+rm -rf "$out"
+mkdir -p "$out"
+summary=$out/summary.txt
+: > "$summary"
+start_all=$(date +%s)
+
+pass=0 fail=0 skip=0
+record() {	# record <ok|fail|skip> <name> [reason]
+	case $1 in
+	ok) pass=$((pass + 1)); echo "ok      $2" ;;
+	fail) fail=$((fail + 1)); echo "FAIL    $2${3:+: $3}" ;;
+	skip) skip=$((skip + 1)); echo "skip    $2: $3" ;;
+	esac | tee -a "$summary"
+}
+
+# TAP file -> records; a program that stopped early counts as a failure.
+record_tap() {	# record_tap <prefix> <file>
+	local prefix=$1 file=$2 planned seen=0 line name
+	planned=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' "$file" | head -n 1)
+	while IFS= read -r line; do
+		case $line in
+		"not ok "*)
+			name=${line#not ok }; name=${name#* }
+			record fail "$prefix/$name"; seen=$((seen + 1)) ;;
+		"ok "*"# SKIP"*)
+			name=${line#ok }; name=${name#* }
+			record skip "$prefix/${name%% # SKIP*}" "${name#* # SKIP }"; seen=$((seen + 1)) ;;
+		"ok "*)
+			name=${line#ok }; name=${name#* }
+			record ok "$prefix/$name"; seen=$((seen + 1)) ;;
+		esac
+	done < "$file"
+	if [ -z "$planned" ] || [ "$seen" -lt "$planned" ]; then
+		record fail "$prefix" "stopped after $seen of ${planned:-?} cases (see $file)"
+	fi
+}
+
+echo "== host checks"
+if make -s user > "$out/build-user.log" 2>&1; then
+	record ok "host/build_userspace_Werror"
+else
+	record fail "host/build_userspace_Werror" "see $out/build-user.log"
+	tail -n 20 "$out/build-user.log"
+fi
+
+checkpatch=../shared/tools/checkpatch/checkpatch.pl
+if [ -f "$checkpatch" ]; then
+	if perl "$checkpatch" --no-tree --terse -q -f kmod/*.c kmod/*.h include/uapi/strixpeer.h \
+		> "$out/checkpatch.log" 2>&1; then
+		record ok "host/checkpatch_clean"
+	else
+		record fail "host/checkpatch_clean" "$(grep -cE 'ERROR|WARNING' "$out/checkpatch.log") findings in $out/checkpatch.log"
+		head -n 20 "$out/checkpatch.log"
+	fi
+else
+	record skip "host/checkpatch_clean" "no checkpatch.pl at $checkpatch"
+fi
+
+echo "== kernels"
+if ! tests/vm/kernels.sh fetch > "$out/kernels.log" 2>&1; then
+	record fail "host/fetch_kernels" "see $out/kernels.log"
+	tail -n 20 "$out/kernels.log"
+fi
+mapfile -t kernels < <(tests/vm/kernels.sh list 2> /dev/null)
+[ ${#kernels[@]} -gt 0 ] || record fail "host/kernels_available" "tests/vm/kernels.sh list is empty"
+
+want=${SP_KERNELS:-}
+for k in "${kernels[@]}"; do
+	read -r name kver root <<< "$k"
+	if [ -n "$want" ] && ! [[ " $want " == *" $name "* ]]; then
+		continue
+	fi
+	echo "== kernel $name ($kver)"
+	bdir=$repo/build/kmod/$kver
+	if tests/vm/build-module.sh "$kver" W=1 && ! grep -q 'warning:' "$bdir/build.log"; then
+		record ok "$name/build_module_W=1_no_warnings"
+	else
+		record fail "$name/build_module_W=1_no_warnings" "see $bdir/build.log"
+		grep -E 'warning:|error:' "$bdir/build.log" | head -n 20
+		continue
+	fi
+
+	vout=$out/vm-$name
+	mkdir -p "$vout"
+	t0=$(date +%s)
+	# shellcheck disable=SC2086
+	tests/vm/run-vm.sh --timeout 2400 "$kver" "$vout" -- \
+		tests/vm/guest-suite.sh "$bdir/strixpeer.ko" ${SP_TESTS:-}
+	vrc=$?
+	echo "$name: VM run took $(( $(date +%s) - t0 )) s (exit $vrc)" | tee -a "$out/timing.txt"
+	case $vrc in
+	124) record fail "$name/vm_run" "timed out (see $vout/console.log)" ;;
+	125) record fail "$name/vm_run" "guest crashed or gave no result (see $vout/console.log)" ;;
+	*) record ok "$name/vm_run" ;;
+	esac
+	for tap in "$vout"/*.tap; do
+		[ -e "$tap" ] || continue
+		record_tap "$name/$(basename "$tap" .tap)" "$tap"
+	done
+	# Any kernel complaint fails the run: KASAN, lockdep, kmemleak, WARN, oops.
+	if grep -hE 'BUG:|WARNING:|Oops|KASAN|UBSAN|possible circular locking|possible recursive locking|unreferenced object|general protection|Call Trace' \
+		"$vout/console.log" "$vout/dmesg.txt" > "$vout/kernel-complaints.txt" 2> /dev/null; then
+		record fail "$name/kernel_log_clean" "$(head -n 1 "$vout/kernel-complaints.txt")"
+	else
+		record ok "$name/kernel_log_clean"
+	fi
+done
+
+echo "== $(( $(date +%s) - start_all )) s in all; details in $out"
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Helpers shared by the strixpeer test programs: opening the device (the
+ * "fixture"), raw ioctls, the module's counters, MemFree, data patterns.
+ */
+#ifndef SP_TEST_H
+#define SP_TEST_H
+
+#include "tap.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include "strixpeer.h"
+#include "uapi/strixpeer.h"
+
+#define MiB (1024ULL * 1024)
+#define HUGE_SZ (2 * MiB)
+
+/* Opens /dev/strixpeer raw; skips the case when the module is absent. */
+static inline int sp_test_open(void)
+{
+	int fd = open(STRIXPEER_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0 && errno == ENOENT)
+		SKIP("%s not present: strixpeer module not loaded", STRIXPEER_DEVICE_PATH);
+	CHECK(fd >= 0, "open %s: %s", STRIXPEER_DEVICE_PATH, strerror(errno));
+	return fd;
+}
+
+/* Opens through the library; skips the case when the module is absent. */
+static inline struct sp_dev *sp_test_dev(void)
+{
+	struct sp_dev *dev;
+	int ret = sp_dev_open(NULL, &dev);
+
+	if (ret == -ENOENT)
+		SKIP("%s", sp_errmsg());
+	CHECK(ret == 0, "sp_dev_open: %s", sp_errmsg());
+	return dev;
+}
+
+static inline int sp_raw_alloc(int fd, uint64_t size, uint32_t node, uint32_t flags,
+			       struct strixpeer_buf_alloc *out)
+{
+	struct strixpeer_buf_alloc a = { .size = size, .node = node, .flags = flags };
+	int ret = ioctl(fd, STRIXPEER_IOC_BUF_ALLOC, &a);
+
+	if (out)
+		*out = a;
+	return ret;
+}
+
+static inline int sp_raw_free(int fd, uint32_t handle)
+{
+	struct strixpeer_buf_free f = { .handle = handle };
+
+	return ioctl(fd, STRIXPEER_IOC_BUF_FREE, &f);
+}
+
+static inline void *sp_raw_map(int fd, const struct strixpeer_buf_alloc *a)
+{
+	void *p = mmap(NULL, a->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		       (off_t)a->mmap_offset);
+
+	CHECK(p != MAP_FAILED, "mmap: %s", strerror(errno));
+	return p;
+}
+
+static inline struct sp_stats sp_test_stats(void)
+{
+	struct sp_stats st;
+
+	CHECK(sp_stats_read(&st) == 0, "%s", sp_errmsg());
+	return st;
+}
+
+/* The module holds no buffer and no pinned byte (all cases end so). */
+#define CHECK_NOTHING_PINNED()						\
+	do {								\
+		struct sp_stats __s = sp_test_stats();			\
+		CHECK(__s.buffers == 0 && __s.pinned_bytes == 0,	\
+		      "module still holds %" PRIu64 " buffers, %" PRIu64 " bytes", \
+		      __s.buffers, __s.pinned_bytes);			\
+	} while (0)
+
+/* A field of /proc/meminfo (or a node's meminfo when node >= 0), bytes. */
+static inline uint64_t sp_meminfo(int node, const char *field)
+{
+	char path[96], line[256];
+	uint64_t kb = 0;
+	FILE *f;
+
+	if (node < 0)
+		snprintf(path, sizeof(path), "/proc/meminfo");
+	else
+		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/meminfo", node);
+	f = fopen(path, "re");
+	CHECK(f, "%s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, field);
+
+		if (p && p[strlen(field)] == ':') {
+			kb = strtoull(p + strlen(field) + 1, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return kb * 1024;
+}
+
+/*
+ * Free memory in bytes, of one node or all (node < 0): the buddy
+ * allocator's free pages plus the pages parked in per-cpu lists, which
+ * MemFree leaves out (freed pages often sit there for a while).
+ */
+static inline uint64_t sp_free_bytes(int node)
+{
+	char line[256];
+	uint64_t pages = 0, v;
+	int cur = -1;
+	FILE *f = fopen("/proc/zoneinfo", "re");
+
+	CHECK(f, "zoneinfo: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Node %d,", &cur) == 1)
+			continue;
+		if (node >= 0 && cur != node)
+			continue;
+		if (sscanf(line, " pages free %" SCNu64, &v) == 1 ||
+		    sscanf(line, " count: %" SCNu64, &v) == 1)
+			pages += v;
+	}
+	fclose(f);
+	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Position-dependent bytes: any sub-range can be checked on its own. */
+static inline uint8_t sp_pattern(uint64_t pos, uint32_t seed)
+{
+	uint64_t x = (pos + 1) * 0x9E3779B97F4A7C15ULL ^ ((uint64_t)seed << 17);
+
+	x ^= x >> 29;
+	return (uint8_t)(x ^ (x >> 8));
+}
+
+static inline void sp_fill(void *p, uint64_t len, uint64_t pos, uint32_t seed)
+{
+	uint8_t *b = p;
+
+	for (uint64_t i = 0; i < len; i++)
+		b[i] = sp_pattern(pos + i, seed);
+}
+
+/* Returns the index of the first wrong byte, or -1. */
+static inline int64_t sp_verify(const void *p, uint64_t len, uint64_t pos, uint32_t seed)
+{
+	const uint8_t *b = p;
+
+	for (uint64_t i = 0; i < len; i++)
+		if (b[i] != sp_pattern(pos + i, seed))
+			return (int64_t)i;
+	return -1;
+}
+
+/* Physical frame of a mapped address (root only), 0 if not present. */
+static inline uint64_t sp_pfn(const void *addr)
+{
+	uint64_t ent = 0;
+	long psz = sysconf(_SC_PAGESIZE);
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+
+	CHECK(fd >= 0, "pagemap: %s", strerror(errno));
+	CHECK(pread(fd, &ent, sizeof(ent), (off_t)((uintptr_t)addr / psz * 8)) == 8,
+	      "pagemap read");
+	close(fd);
+	if (!(ent & (1ULL << 63)))
+		return 0;
+	return ent & ((1ULL << 55) - 1);
+}
+
+/* Runs fn in a child with a module parameter set, then restores it. */
+static inline void with_param(const char *name, const char *val, void (*fn)(void))
+{
+	char path[128], old[64] = "";
+	int status;
+	FILE *f;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "/sys/module/strixpeer/parameters/%s", name);
+	f = fopen(path, "re");
+	CHECK(f && fgets(old, sizeof(old), f), "read %s", path);
+	fclose(f);
+	f = fopen(path, "we");
+	CHECK(f && fputs(val, f) >= 0 && fclose(f) == 0, "write %s", path);
+	pid = fork();
+	if (pid == 0) {
+		fn();
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	f = fopen(path, "we");
+	CHECK(f && fputs(old, f) >= 0 && fclose(f) == 0, "restore %s", path);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "with %s=%s", name, val);
+}
+
+#endif /* SP_TEST_H */

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A small kselftest-style harness: each case runs in its own forked child
+ * with a timeout, results are printed as TAP 13. Inside a case:
+ *
+ *   CHECK(cond, fmt, ...)      fail the case unless cond
+ *   CHECK_ERR(expr, errno)     expr must return -1 with that errno
+ *   SKIP(fmt, ...)             skip the case, with the reason
+ *
+ * The program exits 0 when nothing failed, 1 otherwise, 4 (kselftest's
+ * "skip") when every case was skipped.
+ */
+#ifndef SP_TAP_H
+#define SP_TAP_H
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct tap_case {
+	const char *name;
+	void (*fn)(void);
+	unsigned int timeout;	/* seconds; 0: 60 */
+};
+
+#define TAP_CASE(f)		{ #f, f, 0 }
+#define TAP_CASE_T(f, t)	{ #f, f, t }
+
+static int tap_skip_fd = -1;
+
+static void tap_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2), unused));
+static void tap_diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("# ", stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fputc('\n', stdout);
+	fflush(stdout);
+}
+
+static void tap_fail(const char *file, int line, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5), noreturn));
+static void tap_fail(const char *file, int line, const char *what, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("# FAIL %s:%d: %s: ", file, line, what);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fputc('\n', stdout);
+	fflush(stdout);
+	_exit(1);
+}
+
+static void tap_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void tap_skip(const char *fmt, ...)
+{
+	char reason[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	if (tap_skip_fd >= 0 && write(tap_skip_fd, reason, strlen(reason)) < 0)
+		perror("write");
+	fflush(stdout);
+	_exit(4);
+}
+
+#define CHECK(cond, ...)						\
+	do {								\
+		if (!(cond))						\
+			tap_fail(__FILE__, __LINE__, #cond, __VA_ARGS__); \
+	} while (0)
+
+/* expr must fail with -1 and errno == e */
+#define CHECK_ERR(expr, e)						\
+	do {								\
+		errno = 0;						\
+		long __r = (long)(expr);				\
+		int __e = errno;					\
+		if (__r != -1 || __e != (e))				\
+			tap_fail(__FILE__, __LINE__, #expr,		\
+				 "expected -1/%s, got %ld/%s",		\
+				 strerrorname_np(e) ? strerrorname_np(e) : "?", \
+				 __r, __e ? (strerrorname_np(__e) ? strerrorname_np(__e) : "?") : "0"); \
+	} while (0)
+
+/* expr must return 0 (or >= 0 with CHECK_OK_GE) */
+#define CHECK_OK(expr)							\
+	do {								\
+		errno = 0;						\
+		long __r = (long)(expr);				\
+		if (__r != 0)						\
+			tap_fail(__FILE__, __LINE__, #expr,		\
+				 "returned %ld (%s)", __r, strerror(errno)); \
+	} while (0)
+
+#define SKIP(...) tap_skip(__VA_ARGS__)
+
+static __attribute__((unused)) int tap_run(const struct tap_case *cases, size_t n)
+{
+	unsigned int failed = 0, skipped = 0;
+	size_t i;
+
+	printf("TAP version 13\n1..%zu\n", n);
+	fflush(stdout);
+	for (i = 0; i < n; i++) {
+		unsigned int timeout = cases[i].timeout ? cases[i].timeout : 60;
+		char reason[256] = "";
+		int pfd[2], status = 0;
+		unsigned int waited = 0;
+		pid_t pid, w;
+		ssize_t len;
+
+		if (pipe(pfd) < 0) {
+			perror("pipe");
+			return 1;
+		}
+		pid = fork();
+		if (pid < 0) {
+			perror("fork");
+			return 1;
+		}
+		if (pid == 0) {
+			close(pfd[0]);
+			tap_skip_fd = pfd[1];
+			setpgid(0, 0);	/* the case's own children die with it */
+			cases[i].fn();
+			fflush(stdout);
+			_exit(0);
+		}
+		close(pfd[1]);
+		/* wait with a timeout, in 100 ms steps */
+		for (;;) {
+			w = waitpid(pid, &status, WNOHANG);
+			if (w == pid)
+				break;
+			if (waited >= timeout * 10) {
+				kill(-pid, SIGKILL);
+				kill(pid, SIGKILL);
+				waitpid(pid, &status, 0);
+				printf("# TIMEOUT after %u s\n", timeout);
+				status = -1;
+				break;
+			}
+			usleep(100000);
+			waited++;
+		}
+		kill(-pid, SIGKILL);	/* leftovers of the case */
+		len = read(pfd[0], reason, sizeof(reason) - 1);
+		reason[len > 0 ? len : 0] = '\0';
+		close(pfd[0]);
+
+		if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+			printf("ok %zu %s\n", i + 1, cases[i].name);
+		} else if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 4) {
+			printf("ok %zu %s # SKIP %s\n", i + 1, cases[i].name,
+			       reason[0] ? reason : "no reason given");
+			skipped++;
+		} else {
+			if (status != -1 && WIFSIGNALED(status))
+				printf("# killed by signal %d\n", WTERMSIG(status));
+			printf("not ok %zu %s\n", i + 1, cases[i].name);
+			failed++;
+		}
+		fflush(stdout);
+	}
+	printf("# %zu cases: %zu passed, %u failed, %u skipped\n", n,
+	       n - failed - skipped, failed, skipped);
+	if (failed)
+		return 1;
+	return skipped == n ? 4 : 0;
+}
+
+#define TAP_MAIN(cases)							\
+	int main(void)							\
+	{								\
+		setvbuf(stdout, NULL, _IOLBF, 0);			\
+		return tap_run(cases, sizeof(cases) / sizeof(cases[0])); \
+	}
+
+#endif /* SP_TAP_H */

@@ -1,0 +1,236 @@
+#!/bin/sh
+# kernels.sh: the kernels the VM tests boot.
+#
+#   kernels.sh fetch        download (apt-get download, never installed on the
+#                           host) and unpack Debian bookworm's 6.1 and 6.12
+#                           kernels with their headers + kbuild, and every debug
+#                           kernel whose image+headers .debs sit in
+#                           ../shared/kernels/; one root per kernel in the cache.
+#                           Idempotent: an already-unpacked root is reused.
+#   kernels.sh list         one line per kernel: <name> <kver> <root>
+#                           (name: 6.1, 6.12 or debug-<kver>)
+#   kernels.sh kdir <kver>  the headers dir to use as KDIR for that kernel
+#   kernels.sh root <kver>  the unpacked root of that kernel
+#
+# Cache: ${STRIXPEER_CACHE:-$HOME/.cache/strixpeer}/kernels/<kver>/ (a root
+# with boot/, lib/modules/<kver>/, usr/src/linux-headers-*), and
+# kernels.list there (written by fetch, read by list).
+set -eu
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+SHARED=$(cd "$REPO/.." && pwd)/shared
+CACHE=${STRIXPEER_CACHE:-$HOME/.cache/strixpeer}
+KROOTS=$CACHE/kernels
+DEBS=$CACHE/debs
+INDEX=$CACHE/kernels.list
+
+die() { echo "kernels.sh: error: $*" >&2; exit 1; }
+log() { echo "kernels.sh: $*" >&2; }
+
+# First "Depends:" of package $1 whose name matches the grep -E pattern $2.
+apt_dep() {
+	apt-cache depends "$1" 2>/dev/null |
+		sed -n 's/^ *|\{0,1\}Depends: *//p' | grep -E "$2" | head -n 1
+}
+
+# Make the unpacked headers usable in place: the arch headers' Makefile
+# includes the -common Makefile by absolute /usr/src path; point it at the
+# copy next to it (relative to the Makefile, so the root stays relocatable).
+fix_headers() {
+	root=$1
+	for mk in "$root"/usr/src/linux-headers-*/Makefile; do
+		[ -f "$mk" ] || continue
+		if grep -q '^include /usr/src/linux-headers-' "$mk"; then
+			# shellcheck disable=SC2016 # make's $(...), not the shell's
+			sed -i 's|^include /usr/src/\(linux-headers-[^/]*\)/|include $(dir $(lastword $(MAKEFILE_LIST)))../\1/|' "$mk"
+		fi
+	done
+}
+
+# lib/modules/<kver>/build -> the unpacked headers (absolute: the host's root
+# is shared into the guest at the same paths, so it also works there).
+fix_build_link() {
+	root=$1 kver=$2
+	[ -d "$root/usr/src/linux-headers-$kver" ] || return 0
+	ln -sfn "$root/usr/src/linux-headers-$kver" "$root/lib/modules/$kver/build"
+	rm -f "$root/lib/modules/$kver/source"
+}
+
+# Build a trivial out-of-tree module against the unpacked headers.
+selftest_build() {
+	kver=$1 kdir=$2
+	t=$(mktemp -d "${TMPDIR:-/tmp}/sp-hello.XXXXXX")
+	cat >"$t/hello.c" <<'EOF'
+#include <linux/module.h>
+#include <linux/init.h>
+static int __init hello_init(void) { pr_info("hello\n"); return 0; }
+static void __exit hello_exit(void) { }
+module_init(hello_init);
+module_exit(hello_exit);
+MODULE_LICENSE("GPL");
+EOF
+	echo 'obj-m := hello.o' >"$t/Makefile"
+	if make -s -C "$kdir" M="$t" modules >"$t/build.log" 2>&1 && [ -f "$t/hello.ko" ]; then
+		rm -rf "$t"
+		return 0
+	fi
+	cat "$t/build.log" >&2
+	rm -rf "$t"
+	die "a hello-world module does not build against $kdir (is pahole/dwarves installed?)"
+}
+
+# Finish a freshly unpacked root $1 (a .tmp dir) for $2=kver and move it in place.
+finish_root() {
+	tmp=$1 kver=$2 stamp=$3
+	[ -f "$tmp/boot/vmlinuz-$kver" ] || die "no boot/vmlinuz-$kver in the image package"
+	[ -d "$tmp/lib/modules/$kver" ] || die "no lib/modules/$kver in the image package"
+	fix_headers "$tmp"
+	fix_build_link "$tmp" "$kver"
+	depmod -b "$tmp" "$kver" || die "depmod failed for $kver"
+	rm -rf "${KROOTS:?}/$kver"
+	mv "$tmp" "$KROOTS/$kver"
+	fix_build_link "$KROOTS/$kver" "$kver"
+	if [ -d "$KROOTS/$kver/usr/src/linux-headers-$kver" ]; then
+		log "$kver: test-building a hello-world module"
+		selftest_build "$kver" "$KROOTS/$kver/usr/src/linux-headers-$kver"
+	fi
+	echo "$stamp" >"$KROOTS/$kver/.strixpeer-complete"
+}
+
+# fetch_debian <name> <meta package>: a Debian kernel series from apt.
+fetch_debian() {
+	name=$1 meta=$2
+	img=$(apt_dep "$meta" '^linux-image-[0-9]') ||
+		true
+	[ -n "$img" ] || die "apt cannot resolve $meta (run apt-get update? is bookworm(-security) in sources?)"
+	img=${img%-unsigned}
+	kver=${img#linux-image-}
+	root=$KROOTS/$kver
+	if [ -f "$root/.strixpeer-complete" ]; then
+		log "$name: $kver (cached)"
+		echo "$name $kver $root" >>"$INDEX.tmp"
+		return 0
+	fi
+	hdr=linux-headers-$kver
+	common=$(apt_dep "$hdr" '^linux-headers-.*-common$') || true
+	kbuild=$(apt_dep "$hdr" '^linux-kbuild-') || true
+	[ -n "$common" ] || die "apt cannot resolve the -common headers of $hdr"
+	[ -n "$kbuild" ] || die "apt cannot resolve the kbuild package of $hdr"
+	log "$name: $kver: downloading $img $hdr $common $kbuild"
+	d=$DEBS/$kver
+	mkdir -p "$d"
+	for p in "$img" "$hdr" "$common" "$kbuild"; do
+		if ! ls "$d/${p}_"*.deb >/dev/null 2>&1; then
+			(cd "$d" && apt-get download -q "$p" >"$d/download.log" 2>&1) || {
+				cat "$d/download.log" >&2
+				die "apt-get download $p failed"
+			}
+		fi
+	done
+	tmp=$root.tmp
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	for p in "$img" "$hdr" "$common" "$kbuild"; do
+		for deb in "$d/${p}_"*.deb; do
+			dpkg-deb -x "$deb" "$tmp"
+		done
+	done
+	finish_root "$tmp" "$kver" "$img $hdr $common $kbuild"
+	# Keep the cache small: the unpacked root is what is used.
+	rm -rf "$d"
+	log "$name: $kver ready in $root"
+	echo "$name $kver $root" >>"$INDEX.tmp"
+}
+
+# fetch_shared: every linux-image-<kver>_*.deb (+ linux-headers-<kver>_*.deb)
+# in ../shared/kernels/.
+fetch_shared() {
+	[ -d "$SHARED/kernels" ] || return 0
+	for deb in "$SHARED/kernels"/linux-image-*.deb; do
+		[ -f "$deb" ] || continue
+		pkg=$(dpkg-deb -f "$deb" Package)
+		case $pkg in
+		*-dbg) continue ;;
+		esac
+		kver=${pkg#linux-image-}
+		hdeb=
+		for h in "$SHARED/kernels/linux-headers-${kver}_"*.deb; do
+			[ -f "$h" ] && hdeb=$h
+		done
+		[ -n "$hdeb" ] || log "warning: no linux-headers-$kver .deb beside $deb"
+		stamp=$(stat -c '%n %s %Y' "$deb" ${hdeb:+"$hdeb"} | tr '\n' ' ')
+		root=$KROOTS/$kver
+		if [ -f "$root/.strixpeer-complete" ] && [ "$(cat "$root/.strixpeer-complete")" = "$stamp" ]; then
+			log "debug-$kver: cached"
+		else
+			log "debug-$kver: unpacking $(basename "$deb") ${hdeb:+$(basename "$hdeb")}"
+			tmp=$root.tmp
+			rm -rf "$tmp"
+			mkdir -p "$tmp"
+			dpkg-deb -x "$deb" "$tmp"
+			[ -z "$hdeb" ] || dpkg-deb -x "$hdeb" "$tmp"
+			finish_root "$tmp" "$kver" "$stamp"
+			log "debug-$kver: ready in $root"
+		fi
+		echo "debug-$kver $kver $root" >>"$INDEX.tmp"
+	done
+}
+
+cmd_fetch() {
+	command -v apt-get >/dev/null || die "apt-get not found (a Debian host is needed)"
+	command -v depmod >/dev/null || PATH=$PATH:/usr/sbin:/sbin
+	command -v depmod >/dev/null || die "depmod not found (install kmod)"
+	mkdir -p "$KROOTS" "$DEBS"
+	# one fetch at a time per cache (CI and a developer may share it)
+	if command -v flock >/dev/null; then
+		exec 9>"$CACHE/fetch.lock"
+		flock 9
+	fi
+	rm -f "$INDEX.tmp"
+	fetch_debian 6.1 linux-image-amd64
+	fetch_debian 6.12 linux-image-6.12-amd64
+	fetch_shared
+	mv "$INDEX.tmp" "$INDEX"
+	# Drop roots no longer listed (e.g. an older 6.1 ABI).
+	for r in "$KROOTS"/*; do
+		[ -d "$r" ] || continue
+		if ! awk -v r="$r" '$3 == r { f = 1 } END { exit !f }' "$INDEX"; then
+			log "removing stale $r"
+			rm -rf "$r"
+		fi
+	done
+	cat "$INDEX"
+}
+
+cmd_list() {
+	[ -f "$INDEX" ] || die "no kernels yet: run '$0 fetch' first"
+	while read -r name kver root; do
+		[ -f "$root/.strixpeer-complete" ] && echo "$name $kver $root"
+	done <"$INDEX"
+}
+
+root_of() {
+	r=$KROOTS/$1
+	[ -f "$r/.strixpeer-complete" ] || die "kernel $1 not fetched (see '$0 list')"
+	echo "$r"
+}
+
+case ${1:-} in
+fetch) cmd_fetch ;;
+list) cmd_list ;;
+kdir)
+	[ $# -eq 2 ] || die "usage: $0 kdir <kver>"
+	r=$(root_of "$2")
+	[ -d "$r/usr/src/linux-headers-$2" ] || die "no headers for $2"
+	echo "$r/usr/src/linux-headers-$2"
+	;;
+root)
+	[ $# -eq 2 ] || die "usage: $0 root <kver>"
+	root_of "$2"
+	;;
+*)
+	echo "usage: $0 fetch | list | kdir <kver> | root <kver>" >&2
+	exit 2
+	;;
+esac
