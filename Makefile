@@ -27,8 +27,12 @@ SP_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wformat=2 \
 SONAME := libstrixpeer.so.1
 LIB_SO := $(B)/$(SONAME).0.0
 
-LIB_SRC := user/lib/libstrixpeer.c
-LIB_HDR := include/strixpeer.h include/uapi/strixpeer.h
+NL_CFLAGS := $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null || echo -I/usr/include/libnl3)
+NL_LIBS := $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null || echo -lnl-genl-3 -lnl-3)
+
+LIB_SRC := user/lib/libstrixpeer.c user/lib/ctl.c
+LIB_OBJ := $(patsubst user/lib/%.c,$(B)/lib/%.o,$(LIB_SRC))
+LIB_HDR := include/strixpeer.h include/uapi/strixpeer.h user/lib/internal.h
 CLI_SRC := user/cli/strixpeerctl.c user/cli/print.c
 CLI_HDR := user/cli/print.h
 TEST_SRC := $(wildcard tests/*.c)
@@ -40,7 +44,7 @@ TEST_HDR := $(wildcard tests/*.h)
 all: module user
 
 # The sanitizer build of the test programs that need no verbs device.
-ASAN_TESTS := abi lifetime limits
+ASAN_TESTS := abi lifetime limits netlink
 ASAN_BIN := $(patsubst %,$(B)/asan/%,$(ASAN_TESTS))
 
 user: $(LIB_SO) $(B)/libstrixpeer.a $(B)/strixpeerctl $(B)/strixpeer.pc $(TEST_BIN) \
@@ -57,21 +61,21 @@ module:
 module-clean:
 	@if [ -f "$(KDIR)/Makefile" ]; then $(MAKE) -C "$(KDIR)" M="$(CURDIR)" clean; fi
 
-$(B) $(B)/tests:
+$(B) $(B)/tests $(B)/lib:
 	mkdir -p $@
 
-$(B)/libstrixpeer.o: $(LIB_SRC) $(LIB_HDR) | $(B)
-	$(CC) $(CFLAGS) $(SP_CFLAGS) -fPIC -c -o $@ $<
+$(B)/lib/%.o: user/lib/%.c $(LIB_HDR) | $(B)/lib
+	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -fPIC -c -o $@ $<
 
-$(LIB_SO): $(B)/libstrixpeer.o user/lib/libstrixpeer.map
+$(LIB_SO): $(LIB_OBJ) user/lib/libstrixpeer.map
 	$(CC) $(CFLAGS) -shared -Wl,-soname,$(SONAME) \
-		-Wl,--version-script=user/lib/libstrixpeer.map -o $@ $<
+		-Wl,--version-script=user/lib/libstrixpeer.map -o $@ $(LIB_OBJ) $(NL_LIBS)
 	ln -sf $(SONAME).0.0 $(B)/$(SONAME)
 	ln -sf $(SONAME).0.0 $(B)/libstrixpeer.so
 
-$(B)/libstrixpeer.a: $(B)/libstrixpeer.o
+$(B)/libstrixpeer.a: $(LIB_OBJ)
 	rm -f $@
-	ar rcs $@ $<
+	ar rcs $@ $^
 
 $(B)/strixpeerctl: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(LIB_SO)
 	$(CC) $(CFLAGS) $(SP_CFLAGS) -o $@ $(CLI_SRC) -L$(B) -lstrixpeer \
@@ -83,15 +87,15 @@ $(B)/strixpeer.pc: user/lib/strixpeer.pc.in VERSION | $(B)
 
 # Test programs link the static library, so they run anywhere (VM included).
 $(B)/tests/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(B)/libstrixpeer.a | $(B)/tests
-	$(CC) $(CFLAGS) $(SP_CFLAGS) -Itests -o $@ $< $(B)/libstrixpeer.a \
-		$(if $(filter rdma_%,$*),-libverbs) -lpthread
+	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests -o $@ $< $(B)/libstrixpeer.a \
+		$(if $(filter rdma_%,$*),-libverbs) $(NL_LIBS) -lpthread
 
 # Library and test compiled together with AddressSanitizer and UBSan.
 $(B)/asan/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(LIB_SRC)
 	@mkdir -p $(B)/asan
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-		-fno-sanitize-recover=all $(SP_CFLAGS) -U_FORTIFY_SOURCE -Itests \
-		-o $@ $< $(LIB_SRC) -lpthread
+		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
+		-Itests -o $@ $< $(LIB_SRC) $(NL_LIBS) -lpthread
 
 deps:
 	./scripts/install-deps.sh

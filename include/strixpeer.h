@@ -58,6 +58,9 @@ struct sp_stats {
 /** sp_version.features bits (same values as the kernel ABI's) */
 #define SP_FEAT_BUFFERS		(1ULL << 0) /**< buffers can be allocated */
 #define SP_FEAT_NUMA		(1ULL << 1) /**< buffers placed on a chosen node */
+#define SP_FEAT_PEERDIRECT	(1ULL << 2) /**< PeerDirect client active */
+#define SP_FEAT_DMABUF_EXPORT	(1ULL << 3) /**< buffers exported as dma-buf */
+#define SP_FEAT_DMABUF_IMPORT	(1ULL << 4) /**< dma-bufs imported */
 
 /** Node argument: the module's default node (normally the caller's). */
 #define SP_NODE_DEFAULT		(-1)
@@ -196,6 +199,189 @@ int sp_buf_free(struct sp_buf *buf);
  * Return: 0, or negative errno (-ENOENT: module not loaded).
  */
 int sp_stats_read(struct sp_stats *stats);
+
+/*
+ * Control plane (generic netlink family "strixpeer"), since STRIXPEER_1.1.
+ * These calls need no /dev/strixpeer access; changing the configuration
+ * needs CAP_NET_ADMIN.
+ */
+
+/** Opaque handle on a netlink socket talking to the module. */
+struct sp_ctl;
+
+/** One NUMA node, as reported by sp_ctl_info(). */
+struct sp_node_info {
+	int id;				/**< node number */
+	uint64_t free_bytes;		/**< free memory */
+	uint64_t free_huge;		/**< free 2 MiB blocks */
+};
+
+#define SP_MAX_NODES 64
+
+/** Module information, as returned by sp_ctl_info(). */
+struct sp_info {
+	char version[32];		/**< module release */
+	unsigned int abi_major;
+	unsigned int abi_minor;
+	uint64_t features;		/**< SP_FEAT_* bits */
+	uint64_t page_sizes;		/**< bit n: 2^n-byte pages */
+	char peerdirect_reason[160];	/**< empty when PeerDirect is active */
+	unsigned int nr_nodes;
+	struct sp_node_info nodes[SP_MAX_NODES];
+};
+
+/** One buffer of the node, as listed by sp_ctl_bufs(). */
+struct sp_buf_entry {
+	uint32_t id;			/**< node-wide id */
+	uint32_t pid;			/**< allocating process */
+	uint64_t size;
+	uint32_t node;
+	uint64_t page_size;
+	uint32_t chunks;		/**< physically contiguous runs */
+	uint32_t map_count;
+	int pinned;			/**< pages held by a driver (an MR) */
+	int exported;			/**< exported as dma-buf */
+};
+
+/** Node-wide counters, as returned by sp_ctl_stats(). */
+struct sp_counters {
+	uint64_t buffers, pinned_bytes, peak_pinned_bytes;
+	uint64_t allocs, frees, mmaps;
+	uint64_t fail_nomem, fail_memlock, fail_max_buf_size, fail_max_pinned;
+	uint64_t peer_acquires, peer_claims, peer_invalidations;
+	uint64_t dmabuf_exports, dmabuf_attachments;
+};
+
+/** Configuration, for sp_ctl_config_get() and sp_ctl_config_set(). */
+struct sp_config {
+	uint64_t max_buf_size;		/**< largest buffer, bytes */
+	uint64_t max_pinned_bytes;	/**< node-wide pin limit, 0: none */
+	int default_node;		/**< -1: the caller's node */
+	int require_huge;		/**< 2 MiB pages by default */
+};
+
+/** sp_ctl_config_set() mask bits: which fields to change */
+#define SP_CONFIG_MAX_BUF_SIZE		(1U << 0)
+#define SP_CONFIG_MAX_PINNED_BYTES	(1U << 1)
+#define SP_CONFIG_DEFAULT_NODE		(1U << 2)
+#define SP_CONFIG_REQUIRE_HUGE		(1U << 3)
+
+/** sp_event.type */
+enum sp_event_type {
+	SP_EVENT_BUF_CREATED = 1,	/**< @buf is set */
+	SP_EVENT_BUF_FREED,		/**< @buf is set */
+	SP_EVENT_LIMIT,			/**< @limit, @pid, @size are set */
+	SP_EVENT_CONFIG,		/**< @pid and @config are set */
+};
+
+/** sp_event.limit: which limit refused an allocation */
+enum sp_limit {
+	SP_LIMIT_MAX_BUF_SIZE = 1,
+	SP_LIMIT_MAX_PINNED_BYTES,
+	SP_LIMIT_MEMLOCK,
+	SP_LIMIT_NO_MEMORY,
+};
+
+/** An event from the module's "events" group. */
+struct sp_event {
+	enum sp_event_type type;
+	struct sp_buf_entry buf;
+	enum sp_limit limit;
+	uint32_t pid;
+	uint64_t size;
+	struct sp_config config;
+};
+
+/**
+ * sp_ctl_open() - open a netlink socket to the module
+ * @ctlp: receives the handle
+ *
+ * Return: 0, -ENOENT when the module (its netlink family) is not loaded,
+ * or negative errno.
+ */
+int sp_ctl_open(struct sp_ctl **ctlp);
+
+/**
+ * sp_ctl_close() - close the socket
+ * @ctl: handle, or NULL
+ */
+void sp_ctl_close(struct sp_ctl *ctl);
+
+/**
+ * sp_ctl_info() - module version, features, PeerDirect state, NUMA nodes
+ * @ctl: handle
+ * @info: filled in
+ *
+ * Return: 0 or negative errno.
+ */
+int sp_ctl_info(struct sp_ctl *ctl, struct sp_info *info);
+
+/**
+ * sp_ctl_bufs() - list the node's buffers
+ * @ctl: handle
+ * @pid: only this process's buffers, or 0 for all
+ * @cb: called for each buffer; a non-zero return stops the listing
+ * @arg: passed to @cb
+ *
+ * Without CAP_SYS_ADMIN only buffers of the caller's uid are listed.
+ *
+ * Return: 0, @cb's non-zero value, or negative errno.
+ */
+int sp_ctl_bufs(struct sp_ctl *ctl, uint32_t pid,
+		int (*cb)(const struct sp_buf_entry *e, void *arg), void *arg);
+
+/**
+ * sp_ctl_buf_get() - one buffer by id
+ * @ctl: handle
+ * @id: node-wide buffer id
+ * @e: filled in
+ *
+ * Return: 0, -ENOENT when no such buffer is visible, or negative errno.
+ */
+int sp_ctl_buf_get(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e);
+
+/**
+ * sp_ctl_stats() - node-wide counters
+ * @ctl: handle
+ * @c: filled in
+ *
+ * Return: 0 or negative errno.
+ */
+int sp_ctl_stats(struct sp_ctl *ctl, struct sp_counters *c);
+
+/**
+ * sp_ctl_config_get() - current configuration
+ * @ctl: handle
+ * @cfg: filled in
+ *
+ * Return: 0 or negative errno.
+ */
+int sp_ctl_config_get(struct sp_ctl *ctl, struct sp_config *cfg);
+
+/**
+ * sp_ctl_config_set() - change the configuration (CAP_NET_ADMIN)
+ * @ctl: handle
+ * @cfg: new values
+ * @mask: SP_CONFIG_* bits naming the fields of @cfg to apply
+ *
+ * All named fields change, or none; the module announces the change.
+ *
+ * Return: 0, -EPERM without CAP_NET_ADMIN, -EINVAL with the module's
+ * reason in sp_errmsg(), or negative errno.
+ */
+int sp_ctl_config_set(struct sp_ctl *ctl, const struct sp_config *cfg,
+		      unsigned int mask);
+
+/**
+ * sp_ctl_monitor() - receive events until told to stop
+ * @ctl: handle (used for events only from now on)
+ * @cb: called for each event; a non-zero return ends the monitor
+ * @arg: passed to @cb
+ *
+ * Return: @cb's non-zero value, or negative errno.
+ */
+int sp_ctl_monitor(struct sp_ctl *ctl,
+		   int (*cb)(const struct sp_event *ev, void *arg), void *arg);
 
 #ifdef __cplusplus
 }

@@ -23,16 +23,32 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 
+#include <uapi/strixpeer.h>
+
 #include "strixpeer.h"
 
-static void sp_stats_pinned_add(s64 bytes)
+DEFINE_XARRAY_ALLOC1(sp_all_bufs);
+static u32 sp_next_id;
+
+/*
+ * Reserve @bytes of the node-wide max_pinned_bytes (0: unlimited). The
+ * reservation is pinned_bytes itself, taken before the pages are, so
+ * concurrent allocations cannot overshoot the limit together.
+ */
+static int sp_reserve(u64 bytes)
 {
+	u64 max = READ_ONCE(sp_max_pinned_bytes);
 	s64 now = atomic64_add_return(bytes, &sp_stats.pinned_bytes);
 	s64 peak = atomic64_read(&sp_stats.peak_pinned_bytes);
 
+	if (max && (u64)now > max) {
+		atomic64_sub(bytes, &sp_stats.pinned_bytes);
+		return -ENOSPC;
+	}
 	while (now > peak &&
 	       !atomic64_try_cmpxchg(&sp_stats.peak_pinned_bytes, &peak, now))
 		;
+	return 0;
 }
 
 /*
@@ -84,14 +100,34 @@ static void sp_put_pages(struct page **pages, unsigned long nr)
 	}
 }
 
+static void sp_count_failure(int err, u64 size)
+{
+	switch (err) {
+	case -ENOSPC:
+		atomic64_inc(&sp_stats.fail_max_pinned);
+		sp_nl_limit_event(STRIXPEER_LIMIT_MAX_PINNED_BYTES, size);
+		break;
+	case -EDQUOT:
+		atomic64_inc(&sp_stats.fail_memlock);
+		sp_nl_limit_event(STRIXPEER_LIMIT_MEMLOCK, size);
+		break;
+	case -ENOMEM:
+		atomic64_inc(&sp_stats.fail_nomem);
+		sp_nl_limit_event(STRIXPEER_LIMIT_NO_MEMORY, size);
+		break;
+	}
+}
+
 /**
  * sp_buf_create() - allocate and charge a buffer
  * @size: bytes, a multiple of PAGE_SIZE (of 2 MiB when @huge_only)
  * @node: online NUMA node with memory; every page comes from it
  * @huge_only: fail with -ENOMEM rather than use pages below 2 MiB
  *
- * The pages are charged to current->mm's pinned_vm. A fatal signal
- * aborts a long allocation with -EINTR; every failure gives back all.
+ * The bytes count against the node-wide max_pinned_bytes (-ENOSPC) and
+ * the pages are charged to current->mm's pinned_vm (-EDQUOT). A fatal
+ * signal aborts a long allocation with -EINTR; every failure gives back
+ * all and is counted and announced as a limit event.
  *
  * Context: process context, may sleep.
  * Return: the buffer with one reference held, or an ERR_PTR().
@@ -104,14 +140,22 @@ struct sp_buf *sp_buf_create(u64 size, int node, bool huge_only)
 	unsigned long i = 0;
 	int ret;
 
+	ret = sp_reserve(size);
+	if (ret)
+		goto out_count;
+
 	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
-	if (!buf)
-		return ERR_PTR(-ENOMEM);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out_unreserve;
+	}
 	kref_init(&buf->ref);
 	buf->size = size;
 	buf->nr_pages = nr_pages;
 	buf->node = node;
 	buf->min_order = SP_HUGE_ORDER;
+	buf->pid = task_tgid_nr(current);
+	buf->uid = current_uid();
 
 	buf->pages = kvmalloc_array(nr_pages, sizeof(*buf->pages),
 				    GFP_KERNEL | __GFP_NOWARN);
@@ -157,9 +201,13 @@ struct sp_buf *sp_buf_create(u64 size, int node, bool huge_only)
 		cond_resched();
 	}
 
+	ret = xa_alloc_cyclic(&sp_all_bufs, &buf->id, buf, xa_limit_31b,
+			      &sp_next_id, GFP_KERNEL);
+	if (ret < 0)
+		goto out_put_pages;
+
 	atomic64_inc(&sp_stats.buffers);
 	atomic64_inc(&sp_stats.allocs);
-	sp_stats_pinned_add(size);
 	return buf;
 
 out_put_pages:
@@ -170,17 +218,64 @@ out_free_array:
 	kvfree(buf->pages);
 out_free_buf:
 	kfree(buf);
-	if (ret == -EDQUOT)
-		atomic64_inc(&sp_stats.fail_memlock);
-	else if (ret == -ENOMEM)
-		atomic64_inc(&sp_stats.fail_nomem);
+out_unreserve:
+	atomic64_sub(size, &sp_stats.pinned_bytes);
+out_count:
+	sp_count_failure(ret, size);
 	return ERR_PTR(ret);
+}
+
+/**
+ * sp_buf_get_next() - the live buffer with the lowest id >= *@id
+ * @id: in: where to start; out: the buffer's id
+ *
+ * Buffers being released (reference count already zero) are skipped.
+ *
+ * Context: takes and releases sp_all_bufs' xa_lock.
+ * Return: the buffer with a reference held (drop with sp_buf_put()), or
+ * NULL when there is none.
+ */
+struct sp_buf *sp_buf_get_next(unsigned long *id)
+{
+	struct sp_buf *buf;
+
+	xa_lock(&sp_all_bufs);
+	for (;;) {
+		buf = xa_find(&sp_all_bufs, id, ULONG_MAX, XA_PRESENT);
+		if (!buf || kref_get_unless_zero(&buf->ref))
+			break;
+		(*id)++;
+	}
+	xa_unlock(&sp_all_bufs);
+	return buf;
+}
+
+/**
+ * sp_buf_pinned() - does a driver (an MR, say) hold pins on the pages?
+ * @buf: buffer, referenced by the caller
+ *
+ * Context: process context, may sleep.
+ * Return: true when any page may be DMA-pinned (folio_maybe_dma_pinned()).
+ */
+bool sp_buf_pinned(const struct sp_buf *buf)
+{
+	unsigned long i;
+
+	for (i = 0; i < buf->nr_pages; i++) {
+		if (folio_maybe_dma_pinned(page_folio(buf->pages[i])))
+			return true;
+		if (!(i & 4095))
+			cond_resched();
+	}
+	return false;
 }
 
 static void sp_buf_release(struct kref *ref)
 {
 	struct sp_buf *buf = container_of(ref, struct sp_buf, ref);
 
+	xa_erase(&sp_all_bufs, buf->id);
+	sp_nl_buf_event(buf, STRIXPEER_CMD_BUF_FREED_NTF);
 	/*
 	 * Pages still pinned by an MR keep their GUP pins and are freed by
 	 * the last unpin; only our own reference goes here.

@@ -10,6 +10,7 @@
 #define _STRIXPEER_COMPAT_H
 
 #include <linux/mm.h>
+#include <net/genetlink.h>
 
 #include "conftest.h"
 
@@ -21,6 +22,19 @@ static inline void sp_vm_flags_set(struct vm_area_struct *vma,
 	vm_flags_set(vma, flags);
 #else
 	vma->vm_flags |= flags;
+#endif
+}
+
+/*
+ * The parsed attributes of a dump request: struct genl_dumpit_info holds a
+ * struct genl_info since the split-ops rework (6.2-6.6); 6.1 has ->attrs.
+ */
+static inline struct nlattr **sp_genl_dump_attrs(struct netlink_callback *cb)
+{
+#ifdef STRIXPEER_HAVE_GENL_DUMPIT_INFO_INFO
+	return genl_dumpit_info(cb)->info.attrs;
+#else
+	return genl_dumpit_info(cb)->attrs;
 #endif
 }
 

@@ -39,4 +39,10 @@ probe VM_FLAGS_SET \
 	'void sp_probe(struct vm_area_struct *vma);' \
 	'void sp_probe(struct vm_area_struct *vma) { vm_flags_set(vma, VM_DONTDUMP); }'
 
+# 6.2-6.6 split-ops rework: struct genl_dumpit_info embeds struct genl_info
+probe GENL_DUMPIT_INFO_INFO \
+	'#include <net/genetlink.h>' \
+	'struct nlattr **sp_probe(struct netlink_callback *cb);' \
+	'struct nlattr **sp_probe(struct netlink_callback *cb) { return genl_dumpit_info(cb)->info.attrs; }'
+
 echo "#endif"

@@ -26,6 +26,11 @@ unsigned long sp_max_buf_size = 64UL << 30;
 module_param_named(max_buf_size, sp_max_buf_size, ulong, 0644);
 MODULE_PARM_DESC(max_buf_size, "Largest buffer in bytes (default 64 GiB)");
 
+unsigned long sp_max_pinned_bytes;
+module_param_named(max_pinned_bytes, sp_max_pinned_bytes, ulong, 0644);
+MODULE_PARM_DESC(max_pinned_bytes,
+		 "Most bytes all buffers may pin together (default 0: unlimited)");
+
 int sp_default_node = NUMA_NO_NODE;
 module_param_named(default_node, sp_default_node, int, 0644);
 MODULE_PARM_DESC(default_node,
@@ -35,6 +40,9 @@ bool sp_require_huge;
 module_param_named(require_huge, sp_require_huge, bool, 0644);
 MODULE_PARM_DESC(require_huge,
 		 "Buffers that do not say otherwise need 2 MiB pages (default N)");
+
+/* Serialises netlink config-set (read-modify-notify). */
+DEFINE_MUTEX(sp_config_lock);
 
 struct sp_stats sp_stats;
 
@@ -85,8 +93,8 @@ static int sp_ioctl_version(struct sp_file *f, void *data)
 	v->abi_minor = STRIXPEER_ABI_MINOR;
 	v->module_version = (SP_VERSION_MAJOR << 16) | (SP_VERSION_MINOR << 8) |
 			    SP_VERSION_PATCH;
-	v->features = STRIXPEER_FEAT_BUFFERS | STRIXPEER_FEAT_NUMA;
-	v->page_sizes = (1ULL << PAGE_SHIFT) | (1ULL << PMD_SHIFT);
+	v->features = SP_FEATURES;
+	v->page_sizes = SP_PAGE_SIZES;
 	return 0;
 }
 
@@ -114,6 +122,8 @@ static int sp_ioctl_buf_alloc(struct sp_file *f, void *data)
 		pr_info_ratelimited("strixpeer: %s[%d]: %llu-byte buffer refused: above max_buf_size (%lu)\n",
 				    current->comm, task_pid_nr(current),
 				    a->size, max);
+		atomic64_inc(&sp_stats.fail_max_buf_size);
+		sp_nl_limit_event(STRIXPEER_LIMIT_MAX_BUF_SIZE, a->size);
 		return -EFBIG;
 	}
 	ret = sp_resolve_node(a->node, &node);
@@ -128,12 +138,13 @@ static int sp_ioctl_buf_alloc(struct sp_file *f, void *data)
 		       GFP_KERNEL);
 	if (ret) {
 		sp_buf_put(buf);
-		return ret == -EBUSY ? -ENOSPC : ret;
+		return ret == -EBUSY ? -EMFILE : ret;
 	}
 	buf->handle = id;
 	a->size = size;
 	a->handle = id;
 	a->mmap_offset = (u64)id << SP_COOKIE_SHIFT;
+	sp_nl_buf_event(buf, STRIXPEER_CMD_BUF_CREATED_NTF);
 	return 0;
 }
 
@@ -341,6 +352,8 @@ SP_STAT_ATTR(allocs);
 SP_STAT_ATTR(frees);
 SP_STAT_ATTR(fail_nomem);
 SP_STAT_ATTR(fail_memlock);
+SP_STAT_ATTR(fail_max_buf_size);
+SP_STAT_ATTR(fail_max_pinned);
 SP_STAT_ATTR(mmaps);
 
 static struct attribute *sp_attrs[] = {
@@ -351,6 +364,8 @@ static struct attribute *sp_attrs[] = {
 	&dev_attr_frees.attr,
 	&dev_attr_fail_nomem.attr,
 	&dev_attr_fail_memlock.attr,
+	&dev_attr_fail_max_buf_size.attr,
+	&dev_attr_fail_max_pinned.attr,
 	&dev_attr_mmaps.attr,
 	NULL,
 };
@@ -375,12 +390,25 @@ static struct miscdevice sp_misc = {
 
 static int __init sp_init(void)
 {
-	return misc_register(&sp_misc);
+	int ret;
+
+	ret = sp_nl_init();
+	if (ret)
+		return ret;
+	ret = misc_register(&sp_misc);
+	if (ret)
+		goto out_nl;
+	return 0;
+
+out_nl:
+	sp_nl_exit();
+	return ret;
 }
 
 static void __exit sp_exit(void)
 {
 	misc_deregister(&sp_misc);
+	sp_nl_exit();
 }
 
 module_init(sp_init);

@@ -6,15 +6,23 @@
 #define _STRIXPEER_INTERNAL_H
 
 #include <linux/atomic.h>
+#include <linux/cred.h>
 #include <linux/kref.h>
+#include <linux/mutex.h>
 #include <linux/mm_types.h>
 #include <linux/types.h>
 #include <linux/xarray.h>
+
+#include <uapi/strixpeer.h>
 
 #include "compat.h"
 
 /* 2 MiB on x86-64 and arm64 with 4 KiB pages. */
 #define SP_HUGE_ORDER		(PMD_SHIFT - PAGE_SHIFT)
+
+/* What the ioctl and netlink info report (uapi STRIXPEER_FEAT_* bits). */
+#define SP_FEATURES		(STRIXPEER_FEAT_BUFFERS | STRIXPEER_FEAT_NUMA)
+#define SP_PAGE_SIZES		((1ULL << PAGE_SHIFT) | (1ULL << PMD_SHIFT))
 
 /*
  * mmap cookie: handle << SP_COOKIE_SHIFT. Each buffer owns a 1 TiB window
@@ -40,6 +48,7 @@ struct sp_file {
 /**
  * struct sp_buf - a strixpeer buffer
  * @ref: held by the owning file's xarray and by every VMA mapping it
+ * @id: node-wide id in sp_all_bufs (netlink's buffer id)
  * @handle: id in the owning file's xarray
  * @size: bytes (nr_pages << PAGE_SHIFT)
  * @nr_pages: number of PAGE_SIZE pages
@@ -50,10 +59,15 @@ struct sp_file {
  * @node: NUMA node of every page
  * @map_count: live VMAs
  * @charged_mm: address space charged for the pinned pages (mmgrab'ed)
+ * @pid: tgid of the allocating process
+ * @uid: real uid of the allocating process (netlink dump visibility)
  */
 struct sp_buf {
 	struct kref ref;
+	u32 id;
 	u32 handle;
+	pid_t pid;
+	kuid_t uid;
 	u64 size;
 	unsigned long nr_pages;
 	struct page **pages;
@@ -75,19 +89,43 @@ struct sp_stats {
 	atomic64_t frees;
 	atomic64_t fail_nomem;
 	atomic64_t fail_memlock;
+	atomic64_t fail_max_buf_size;
+	atomic64_t fail_max_pinned;
 	atomic64_t mmaps;
+	/* filled by the PeerDirect and dma-buf paths once they exist */
+	atomic64_t peer_acquires;
+	atomic64_t peer_claims;
+	atomic64_t peer_invalidations;
+	atomic64_t dmabuf_exports;
+	atomic64_t dmabuf_attachments;
 };
 
 extern struct sp_stats sp_stats;
 
-/* Module parameters (main.c). */
+/*
+ * Configuration (main.c): module parameters, also set through netlink's
+ * config-set. Readers use READ_ONCE(); netlink writers hold sp_config_lock.
+ */
 extern unsigned long sp_max_buf_size;
+extern unsigned long sp_max_pinned_bytes;
 extern int sp_default_node;
 extern bool sp_require_huge;
+extern struct mutex sp_config_lock;
+
+/* Every live buffer by id; see sp_buf_get_next(). */
+extern struct xarray sp_all_bufs;
 
 struct sp_buf *sp_buf_create(u64 size, int node, bool huge_only);
+struct sp_buf *sp_buf_get_next(unsigned long *id);
+bool sp_buf_pinned(const struct sp_buf *buf);
 void sp_buf_put(struct sp_buf *buf);
 int sp_buf_mmap(struct sp_buf *buf, struct vm_area_struct *vma,
 		unsigned long pgoff);
+
+/* Generic netlink control plane (netlink.c). */
+int sp_nl_init(void);
+void sp_nl_exit(void);
+void sp_nl_buf_event(struct sp_buf *buf, u8 cmd);
+void sp_nl_limit_event(u32 limit, u64 size);
 
 #endif /* _STRIXPEER_INTERNAL_H */

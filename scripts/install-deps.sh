@@ -28,6 +28,7 @@ libnl-3-dev
 libnl-genl-3-dev
 libkmod-dev
 python3
+python3-yaml
 valgrind
 "
 

@@ -69,6 +69,14 @@ else
 	record skip "host/checkpatch_clean" "no checkpatch.pl at $checkpatch"
 fi
 
+# The netlink spec, the uapi header and the module's policies agree.
+if /usr/bin/python3 tests/spec-check.py > "$out/spec-check.tap" 2>&1; then :; fi
+record_tap "host/spec-check" "$out/spec-check.tap"
+
+# promtool checks strixpeerctl's Prometheus output inside the VM.
+SP_PROMTOOL=$(tests/fetch-promtool.sh) || SP_PROMTOOL=
+export SP_PROMTOOL
+
 echo "== kernels"
 if ! tests/vm/kernels.sh fetch > "$out/kernels.log" 2>&1; then
 	record fail "host/fetch_kernels" "see $out/kernels.log"

@@ -11,10 +11,14 @@
 #include <stdint.h>
 
 void pr_init(bool json, bool pretty);
-/* Objects and arrays; @key is the JSON key (NULL inside arrays / at top). */
+/*
+ * Objects and arrays; @key is the JSON key (NULL inside arrays / at top).
+ * In a table an array of scalars is one line: "label  a, b, c"; an array
+ * opened with a NULL label holds objects, printed as rows under a header.
+ */
 void pr_obj_open(const char *key);
 void pr_obj_close(void);
-void pr_arr_open(const char *key);
+void pr_arr_open(const char *key, const char *label);
 void pr_arr_close(void);
 /* Scalars: @key in JSON, @label in the table. */
 void pr_str(const char *key, const char *label, const char *val);

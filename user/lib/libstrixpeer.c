@@ -17,6 +17,7 @@
 
 #include "strixpeer.h"
 #include "uapi/strixpeer.h"
+#include "internal.h"
 
 _Static_assert(SP_FEAT_BUFFERS == STRIXPEER_FEAT_BUFFERS, "feature bits");
 _Static_assert(SP_FEAT_NUMA == STRIXPEER_FEAT_NUMA, "feature bits");
@@ -46,10 +47,7 @@ struct sp_buf {
 
 static __thread char sp_msg[256];
 
-static int sp_fail(int err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static int sp_fail(int err, const char *fmt, ...)
+int sp_fail(int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -165,6 +163,11 @@ static int sp_alloc_error(int err, size_t size, int node)
 	case EFBIG:
 		return sp_fail(err, "%zu-byte buffer refused: larger than the module's max_buf_size (/sys/module/strixpeer/parameters/max_buf_size)",
 			       size);
+	case ENOSPC:
+		return sp_fail(err, "%zu-byte buffer refused: all buffers together would exceed the module's max_pinned_bytes (strixpeerctl config show)",
+			       size);
+	case EMFILE:
+		return sp_fail(err, "no free buffer handle on this device fd");
 	case EDQUOT:
 		return sp_fail(err, "%zu-byte buffer refused: it would exceed this process's RLIMIT_MEMLOCK (ulimit -l; CAP_IPC_LOCK lifts it)",
 			       size);

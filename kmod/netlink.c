@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * strixpeer - the generic netlink family "strixpeer", as described in
+ * docs/netlink/strixpeer.yaml: info, buffers, counters, configuration and
+ * the "events" multicast group.
+ *
+ * Request policies are named strixpeer_<op>_nl_policy; tests/spec-check.py
+ * compares them (and the uapi enums) with the spec.
+ *
+ * Locking: the family is parallel_ops. Buffers are looked up with
+ * sp_buf_get_next() (sp_all_bufs' xa_lock, then a reference); config-set
+ * holds sp_config_lock while it validates, applies and announces a change.
+ * Events are built and sent with GFP_KERNEL from process context only.
+ */
+#include <linux/cred.h>
+#include <linux/mm.h>
+#include <linux/nodemask.h>
+#include <net/genetlink.h>
+#include <net/netlink.h>
+
+#include "strixpeer.h"
+
+#define SP_PEERDIRECT_REASON \
+	"no PeerDirect client in this strixpeer release"
+
+enum sp_nl_mcgrp {
+	SP_NL_MCGRP_EVENTS,
+};
+
+static const struct genl_multicast_group sp_nl_mcgrps[] = {
+	[SP_NL_MCGRP_EVENTS] = { .name = STRIXPEER_MCGRP_EVENTS },
+};
+
+/* buf-get: do takes id, dump takes pid (genl_ops share one policy). */
+static const struct nla_policy strixpeer_buf_get_nl_policy[STRIXPEER_A_BUF_PID + 1] = {
+	[STRIXPEER_A_BUF_ID] = NLA_POLICY_MIN(NLA_U32, 1),
+	[STRIXPEER_A_BUF_PID] = { .type = NLA_U32 },
+};
+
+static const struct nla_policy strixpeer_config_set_nl_policy[STRIXPEER_A_CONFIG_REQUIRE_HUGE + 1] = {
+	[STRIXPEER_A_CONFIG_MAX_BUF_SIZE] = NLA_POLICY_MIN(NLA_U64, 4096),
+	[STRIXPEER_A_CONFIG_MAX_PINNED_BYTES] = { .type = NLA_U64 },
+	[STRIXPEER_A_CONFIG_DEFAULT_NODE] = NLA_POLICY_RANGE(NLA_S32, -1, 1023),
+	[STRIXPEER_A_CONFIG_REQUIRE_HUGE] = NLA_POLICY_MAX(NLA_U8, 1),
+};
+
+static struct genl_family sp_nl_family;
+
+static int sp_nl_put_buf(struct sk_buff *skb, struct sp_buf *buf)
+{
+	if (nla_put_u32(skb, STRIXPEER_A_BUF_ID, buf->id) ||
+	    nla_put_u32(skb, STRIXPEER_A_BUF_PID, buf->pid) ||
+	    nla_put_u64_64bit(skb, STRIXPEER_A_BUF_SIZE, buf->size,
+			      STRIXPEER_A_BUF_PAD) ||
+	    nla_put_u32(skb, STRIXPEER_A_BUF_NODE, buf->node) ||
+	    nla_put_u64_64bit(skb, STRIXPEER_A_BUF_PAGE_SIZE,
+			      PAGE_SIZE << buf->min_order, STRIXPEER_A_BUF_PAD) ||
+	    nla_put_u32(skb, STRIXPEER_A_BUF_CHUNKS, buf->nr_chunks) ||
+	    nla_put_u32(skb, STRIXPEER_A_BUF_MAP_COUNT,
+			atomic_read(&buf->map_count)) ||
+	    nla_put_u8(skb, STRIXPEER_A_BUF_PINNED, sp_buf_pinned(buf)) ||
+	    nla_put_u8(skb, STRIXPEER_A_BUF_EXPORTED, 0))
+		return -EMSGSIZE;
+	return 0;
+}
+
+/* The requester sees a buffer when it is root-like or runs as its uid. */
+static bool sp_nl_may_see(struct sk_buff *req, struct sp_buf *buf)
+{
+	return netlink_capable(req, CAP_SYS_ADMIN) ||
+	       uid_eq(buf->uid, NETLINK_CB(req).creds.uid);
+}
+
+static int sp_nl_put_config(struct sk_buff *skb)
+{
+	if (nla_put_u64_64bit(skb, STRIXPEER_A_CONFIG_MAX_BUF_SIZE,
+			      READ_ONCE(sp_max_buf_size),
+			      STRIXPEER_A_CONFIG_PAD) ||
+	    nla_put_u64_64bit(skb, STRIXPEER_A_CONFIG_MAX_PINNED_BYTES,
+			      READ_ONCE(sp_max_pinned_bytes),
+			      STRIXPEER_A_CONFIG_PAD) ||
+	    nla_put_s32(skb, STRIXPEER_A_CONFIG_DEFAULT_NODE,
+			READ_ONCE(sp_default_node)) ||
+	    nla_put_u8(skb, STRIXPEER_A_CONFIG_REQUIRE_HUGE,
+		       READ_ONCE(sp_require_huge)))
+		return -EMSGSIZE;
+	return 0;
+}
+
+static int sp_nl_put_node(struct sk_buff *skb, int nid)
+{
+	pg_data_t *pgdat = NODE_DATA(nid);
+	u64 free_pages = 0, free_huge = 0;
+	struct nlattr *nest;
+	int z, o;
+
+	for (z = 0; z < MAX_NR_ZONES; z++) {
+		struct zone *zone = &pgdat->node_zones[z];
+
+		if (!populated_zone(zone))
+			continue;
+		free_pages += zone_page_state(zone, NR_FREE_PAGES);
+		/* like /proc/buddyinfo: a racy but harmless snapshot */
+		for (o = SP_HUGE_ORDER; o < ARRAY_SIZE(zone->free_area); o++)
+			free_huge += READ_ONCE(zone->free_area[o].nr_free) <<
+				     (o - SP_HUGE_ORDER);
+	}
+
+	nest = nla_nest_start(skb, STRIXPEER_A_INFO_NODE);
+	if (!nest ||
+	    nla_put_u32(skb, STRIXPEER_A_NODE_ID, nid) ||
+	    nla_put_u64_64bit(skb, STRIXPEER_A_NODE_FREE_BYTES,
+			      free_pages << PAGE_SHIFT, STRIXPEER_A_NODE_PAD) ||
+	    nla_put_u64_64bit(skb, STRIXPEER_A_NODE_FREE_HUGE, free_huge,
+			      STRIXPEER_A_NODE_PAD))
+		return -EMSGSIZE;
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
+static int sp_nl_info_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct sk_buff *msg;
+	void *hdr;
+	int nid;
+
+	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+	hdr = genlmsg_put_reply(msg, info, &sp_nl_family, 0, STRIXPEER_CMD_INFO);
+	if (!hdr)
+		goto out_free;
+	if (nla_put_string(msg, STRIXPEER_A_INFO_VERSION, SP_VERSION_STR) ||
+	    nla_put_u32(msg, STRIXPEER_A_INFO_ABI_MAJOR, STRIXPEER_ABI_MAJOR) ||
+	    nla_put_u32(msg, STRIXPEER_A_INFO_ABI_MINOR, STRIXPEER_ABI_MINOR) ||
+	    nla_put_u64_64bit(msg, STRIXPEER_A_INFO_FEATURES, SP_FEATURES,
+			      STRIXPEER_A_INFO_PAD) ||
+	    nla_put_u64_64bit(msg, STRIXPEER_A_INFO_PAGE_SIZES, SP_PAGE_SIZES,
+			      STRIXPEER_A_INFO_PAD) ||
+	    nla_put_string(msg, STRIXPEER_A_INFO_PEERDIRECT_REASON,
+			   SP_PEERDIRECT_REASON))
+		goto out_free;
+	for_each_node_state(nid, N_MEMORY)
+		if (sp_nl_put_node(msg, nid))
+			goto out_free;
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+
+out_free:
+	nlmsg_free(msg);
+	return -EMSGSIZE;
+}
+
+static int sp_nl_buf_get_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct sk_buff *msg;
+	struct sp_buf *buf;
+	unsigned long id;
+	u32 want;
+	void *hdr;
+	int ret;
+
+	if (GENL_REQ_ATTR_CHECK(info, STRIXPEER_A_BUF_ID)) {
+		NL_SET_ERR_MSG(info->extack, "buffer id attribute is required");
+		return -EINVAL;
+	}
+	want = nla_get_u32(info->attrs[STRIXPEER_A_BUF_ID]);
+	id = want;
+	buf = sp_buf_get_next(&id);
+	if (buf && (id != want || !sp_nl_may_see(skb, buf))) {
+		sp_buf_put(buf);
+		buf = NULL;
+	}
+	if (!buf) {
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[STRIXPEER_A_BUF_ID],
+				    "no buffer with this id visible to the caller");
+		return -ENOENT;
+	}
+
+	ret = -ENOMEM;
+	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
+	if (!msg)
+		goto out_put;
+	ret = -EMSGSIZE;
+	hdr = genlmsg_put_reply(msg, info, &sp_nl_family, 0, STRIXPEER_CMD_BUF_GET);
+	if (!hdr || sp_nl_put_buf(msg, buf))
+		goto out_free;
+	genlmsg_end(msg, hdr);
+	sp_buf_put(buf);
+	return genlmsg_reply(msg, info);
+
+out_free:
+	nlmsg_free(msg);
+out_put:
+	sp_buf_put(buf);
+	return ret;
+}
+
+/*
+ * Buffers in id order from cb->args[0]. Ids only grow (cyclic allocation),
+ * so a dump never shows a buffer twice, and every buffer alive for the
+ * whole dump is in it, however many are freed meanwhile.
+ */
+static int sp_nl_buf_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	struct nlattr **attrs = sp_genl_dump_attrs(cb);
+	bool admin = netlink_capable(cb->skb, CAP_SYS_ADMIN);
+	kuid_t uid = NETLINK_CB(cb->skb).creds.uid;
+	unsigned long id = cb->args[0];
+	u32 pid = 0;
+
+	if (attrs[STRIXPEER_A_BUF_PID])
+		pid = nla_get_u32(attrs[STRIXPEER_A_BUF_PID]);
+
+	for (;; id++) {
+		struct sp_buf *buf = sp_buf_get_next(&id);
+		void *hdr;
+
+		if (!buf)
+			break;
+		if ((pid && buf->pid != pid) ||
+		    (!admin && !uid_eq(buf->uid, uid))) {
+			sp_buf_put(buf);
+			continue;
+		}
+		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
+				  cb->nlh->nlmsg_seq, &sp_nl_family, NLM_F_MULTI,
+				  STRIXPEER_CMD_BUF_GET);
+		if (!hdr || sp_nl_put_buf(skb, buf)) {
+			if (hdr)
+				genlmsg_cancel(skb, hdr);
+			sp_buf_put(buf);
+			break;	/* the skb is full; resume at this id */
+		}
+		genlmsg_end(skb, hdr);
+		sp_buf_put(buf);
+	}
+	cb->args[0] = id;
+	return skb->len;
+}
+
+#define SP_PUT_STAT(msg, attr, field) \
+	nla_put_u64_64bit(msg, attr, atomic64_read(&sp_stats.field), \
+			  STRIXPEER_A_STATS_PAD)
+
+static int sp_nl_stats_get_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct sk_buff *msg;
+	void *hdr;
+
+	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+	hdr = genlmsg_put_reply(msg, info, &sp_nl_family, 0,
+				STRIXPEER_CMD_STATS_GET);
+	if (!hdr ||
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_BUFFERS, buffers) ||
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PINNED_BYTES, pinned_bytes) ||
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEAK_PINNED_BYTES, peak_pinned_bytes) ||
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_ALLOCS, allocs) ||
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_FREES, frees) ||
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_FAIL_NOMEM, fail_nomem) ||
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_FAIL_MEMLOCK, fail_memlock) ||
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_FAIL_MAX_BUF_SIZE, fail_max_buf_size) ||
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_FAIL_MAX_PINNED, fail_max_pinned) ||
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_MMAPS, mmaps) ||
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEER_ACQUIRES, peer_acquires) ||
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEER_CLAIMS, peer_claims) ||
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEER_INVALIDATIONS, peer_invalidations) ||
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_DMABUF_EXPORTS, dmabuf_exports) ||
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_DMABUF_ATTACHMENTS, dmabuf_attachments)) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+}
+
+static int sp_nl_config_get_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct sk_buff *msg;
+	void *hdr;
+
+	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+	hdr = genlmsg_put_reply(msg, info, &sp_nl_family, 0,
+				STRIXPEER_CMD_CONFIG_GET);
+	if (!hdr || sp_nl_put_config(msg)) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+}
+
+static void sp_nl_config_event(void)
+{
+	struct sk_buff *msg;
+	struct nlattr *nest;
+	void *hdr;
+
+	lockdep_assert_held(&sp_config_lock);
+	if (!genl_has_listeners(&sp_nl_family, &init_net, SP_NL_MCGRP_EVENTS))
+		return;
+	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
+	if (!msg)
+		return;
+	hdr = genlmsg_put(msg, 0, 0, &sp_nl_family, 0, STRIXPEER_CMD_CONFIG_NTF);
+	if (!hdr ||
+	    nla_put_u32(msg, STRIXPEER_A_EVENT_PID, task_tgid_nr(current)))
+		goto out_free;
+	nest = nla_nest_start(msg, STRIXPEER_A_EVENT_CONFIG);
+	if (!nest || sp_nl_put_config(msg))
+		goto out_free;
+	nla_nest_end(msg, nest);
+	genlmsg_end(msg, hdr);
+	genlmsg_multicast(&sp_nl_family, msg, 0, SP_NL_MCGRP_EVENTS, GFP_KERNEL);
+	return;
+
+out_free:
+	nlmsg_free(msg);
+}
+
+static int sp_nl_config_set_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr **attrs = info->attrs;
+	struct nlattr *node_attr = attrs[STRIXPEER_A_CONFIG_DEFAULT_NODE];
+	int nid;
+
+	if (!attrs[STRIXPEER_A_CONFIG_MAX_BUF_SIZE] &&
+	    !attrs[STRIXPEER_A_CONFIG_MAX_PINNED_BYTES] && !node_attr &&
+	    !attrs[STRIXPEER_A_CONFIG_REQUIRE_HUGE]) {
+		NL_SET_ERR_MSG(info->extack, "no configuration attribute given");
+		return -EINVAL;
+	}
+	if (node_attr) {
+		nid = nla_get_s32(node_attr);
+		if (nid != NUMA_NO_NODE &&
+		    (nid >= nr_node_ids || !node_state(nid, N_MEMORY))) {
+			NL_SET_ERR_MSG_ATTR(info->extack, node_attr,
+					    "NUMA node is not online or has no memory");
+			return -EINVAL;
+		}
+	}
+
+	/* Validated as a whole above: from here on, all or nothing changes. */
+	mutex_lock(&sp_config_lock);
+	if (attrs[STRIXPEER_A_CONFIG_MAX_BUF_SIZE])
+		WRITE_ONCE(sp_max_buf_size,
+			   nla_get_u64(attrs[STRIXPEER_A_CONFIG_MAX_BUF_SIZE]));
+	if (attrs[STRIXPEER_A_CONFIG_MAX_PINNED_BYTES])
+		WRITE_ONCE(sp_max_pinned_bytes,
+			   nla_get_u64(attrs[STRIXPEER_A_CONFIG_MAX_PINNED_BYTES]));
+	if (node_attr)
+		WRITE_ONCE(sp_default_node, nid);
+	if (attrs[STRIXPEER_A_CONFIG_REQUIRE_HUGE])
+		WRITE_ONCE(sp_require_huge,
+			   nla_get_u8(attrs[STRIXPEER_A_CONFIG_REQUIRE_HUGE]));
+	sp_nl_config_event();
+	mutex_unlock(&sp_config_lock);
+	return 0;
+}
+
+static const struct genl_ops sp_nl_ops[] = {
+	{
+		.cmd = STRIXPEER_CMD_INFO,
+		.doit = sp_nl_info_doit,
+	},
+	{
+		.cmd = STRIXPEER_CMD_BUF_GET,
+		.doit = sp_nl_buf_get_doit,
+		.dumpit = sp_nl_buf_get_dumpit,
+		.policy = strixpeer_buf_get_nl_policy,
+		.maxattr = ARRAY_SIZE(strixpeer_buf_get_nl_policy) - 1,
+	},
+	{
+		.cmd = STRIXPEER_CMD_STATS_GET,
+		.doit = sp_nl_stats_get_doit,
+	},
+	{
+		.cmd = STRIXPEER_CMD_CONFIG_GET,
+		.doit = sp_nl_config_get_doit,
+	},
+	{
+		.cmd = STRIXPEER_CMD_CONFIG_SET,
+		.doit = sp_nl_config_set_doit,
+		.policy = strixpeer_config_set_nl_policy,
+		.maxattr = ARRAY_SIZE(strixpeer_config_set_nl_policy) - 1,
+		.flags = GENL_ADMIN_PERM,
+	},
+};
+
+static struct genl_family sp_nl_family __ro_after_init = {
+	.name = STRIXPEER_GENL_NAME,
+	.version = STRIXPEER_GENL_VERSION,
+	.module = THIS_MODULE,
+	.parallel_ops = true,
+	.ops = sp_nl_ops,
+	.n_ops = ARRAY_SIZE(sp_nl_ops),
+	.mcgrps = sp_nl_mcgrps,
+	.n_mcgrps = ARRAY_SIZE(sp_nl_mcgrps),
+};
+
+/**
+ * sp_nl_buf_event() - announce a buffer on the events group
+ * @buf: buffer (its fields are read, nothing else)
+ * @cmd: STRIXPEER_CMD_BUF_CREATED_NTF or STRIXPEER_CMD_BUF_FREED_NTF
+ *
+ * Context: process context, may sleep.
+ */
+void sp_nl_buf_event(struct sp_buf *buf, u8 cmd)
+{
+	struct sk_buff *msg;
+	struct nlattr *nest;
+	void *hdr;
+
+	if (!genl_has_listeners(&sp_nl_family, &init_net, SP_NL_MCGRP_EVENTS))
+		return;
+	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
+	if (!msg)
+		return;
+	hdr = genlmsg_put(msg, 0, 0, &sp_nl_family, 0, cmd);
+	if (!hdr)
+		goto out_free;
+	nest = nla_nest_start(msg, STRIXPEER_A_EVENT_BUF);
+	if (!nest || sp_nl_put_buf(msg, buf))
+		goto out_free;
+	nla_nest_end(msg, nest);
+	genlmsg_end(msg, hdr);
+	genlmsg_multicast(&sp_nl_family, msg, 0, SP_NL_MCGRP_EVENTS, GFP_KERNEL);
+	return;
+
+out_free:
+	nlmsg_free(msg);
+}
+
+/**
+ * sp_nl_limit_event() - announce an allocation refused by a limit
+ * @limit: STRIXPEER_LIMIT_*
+ * @size: bytes requested
+ *
+ * Context: process context (the refused caller's), may sleep.
+ */
+void sp_nl_limit_event(u32 limit, u64 size)
+{
+	struct sk_buff *msg;
+	void *hdr;
+
+	if (!genl_has_listeners(&sp_nl_family, &init_net, SP_NL_MCGRP_EVENTS))
+		return;
+	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
+	if (!msg)
+		return;
+	hdr = genlmsg_put(msg, 0, 0, &sp_nl_family, 0, STRIXPEER_CMD_LIMIT_NTF);
+	if (!hdr ||
+	    nla_put_u32(msg, STRIXPEER_A_EVENT_LIMIT, limit) ||
+	    nla_put_u32(msg, STRIXPEER_A_EVENT_PID, task_tgid_nr(current)) ||
+	    nla_put_u64_64bit(msg, STRIXPEER_A_EVENT_SIZE, size,
+			      STRIXPEER_A_EVENT_PAD)) {
+		nlmsg_free(msg);
+		return;
+	}
+	genlmsg_end(msg, hdr);
+	genlmsg_multicast(&sp_nl_family, msg, 0, SP_NL_MCGRP_EVENTS, GFP_KERNEL);
+}
+
+/**
+ * sp_nl_init() - register the family
+ *
+ * Return: 0 or genl_register_family()'s error.
+ */
+int sp_nl_init(void)
+{
+	return genl_register_family(&sp_nl_family);
+}
+
+/**
+ * sp_nl_exit() - unregister the family
+ */
+void sp_nl_exit(void)
+{
+	genl_unregister_family(&sp_nl_family);
+}

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Check that the netlink spec, the uapi header and the module agree.
+
+docs/netlink/strixpeer.yaml is the source of truth. This compares it with
+include/uapi/strixpeer.h (names and values of every command, attribute,
+limit and feature bit, family and group names) and with kmod/netlink.c
+(each request policy's attributes, types and range checks; which ops need
+admin rights). Prints TAP; exits 1 on any difference.
+"""
+import os
+import re
+import sys
+
+import yaml
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+SPEC = os.path.join(ROOT, "docs/netlink/strixpeer.yaml")
+UAPI = os.path.join(ROOT, "include/uapi/strixpeer.h")
+KMOD = os.path.join(ROOT, "kmod/netlink.c")
+
+NLA = {"u8": "NLA_U8", "u16": "NLA_U16", "u32": "NLA_U32", "u64": "NLA_U64",
+       "s32": "NLA_S32", "s64": "NLA_S64", "string": "NLA_NUL_STRING",
+       "nest": "NLA_NESTED"}
+
+
+def c_name(*parts):
+    return "_".join(p.upper().replace("-", "_") for p in parts)
+
+
+def uapi_enums(text):
+    """All enum constants of the header with their values."""
+    values = {}
+    for body in re.findall(r"enum\s*\w*\s*\{(.*?)\};", text, re.S):
+        nxt = 0
+        for item in body.split(","):
+            item = re.sub(r"/\*.*?\*/", "", item, flags=re.S).strip()
+            if not item:
+                continue
+            m = re.match(r"(\w+)\s*(?:=\s*(.+))?$", item, re.S)
+            if not m:
+                continue
+            name, val = m.group(1), m.group(2)
+            if val is not None:
+                val = val.strip()
+                if re.fullmatch(r"\d+", val):
+                    nxt = int(val)
+                elif val.startswith("("):
+                    continue        # the *_MAX = (__X_MAX - 1) aliases
+            values[name] = nxt
+            nxt += 1
+    return values
+
+
+def main():
+    spec = yaml.safe_load(open(SPEC))
+    uapi = open(UAPI).read()
+    kmod = open(KMOD).read()
+    enums = uapi_enums(uapi)
+    results = []
+
+    def check(name, problems):
+        results.append((name, problems))
+
+    # family and group names
+    p = []
+    if '#define STRIXPEER_GENL_NAME\t\t"%s"' % spec["name"] not in uapi:
+        p.append("STRIXPEER_GENL_NAME is not \"%s\"" % spec["name"])
+    for g in spec["mcast-groups"]["list"]:
+        if not re.search(r'#define STRIXPEER_MCGRP_%s\s+"%s"' % (c_name(g["name"]), g["name"]), uapi):
+            p.append("no STRIXPEER_MCGRP_%s \"%s\"" % (c_name(g["name"]), g["name"]))
+    check("family_and_groups", p)
+
+    # definitions: flags -> FEAT bits, enums -> values
+    p = []
+    for d in spec.get("definitions", []):
+        if d["type"] == "flags":
+            for bit, e in enumerate(d["entries"]):
+                name = "STRIXPEER_FEAT_" + c_name(e)
+                if not re.search(r"#define %s\s+\(1ULL << %d\)" % (name, bit), uapi):
+                    p.append("%s is not bit %d" % (name, bit))
+        elif d["type"] == "enum":
+            start = d.get("value-start", 0)
+            for i, e in enumerate(d["entries"]):
+                name = c_name("strixpeer", d["name"], e)
+                if enums.get(name) != start + i:
+                    p.append("%s = %s, spec says %d" % (name, enums.get(name), start + i))
+    check("definitions", p)
+
+    # attribute sets
+    p = []
+    sets = {}
+    for s in spec["attribute-sets"]:
+        sets[s["name"]] = {a["name"]: a for a in s["attributes"]}
+        for i, a in enumerate(s["attributes"]):
+            name = c_name("strixpeer_a", s["name"], a["name"])
+            if enums.get(name) != i + 1:
+                p.append("%s = %s, spec says %d" % (name, enums.get(name), i + 1))
+        maxname = c_name("__strixpeer_a", s["name"], "max")
+        if enums.get(maxname) != len(s["attributes"]) + 1:
+            p.append("%s = %s, spec has %d attributes" % (maxname, enums.get(maxname),
+                                                          len(s["attributes"])))
+    check("attribute_sets", p)
+
+    # commands
+    p = []
+    ops = spec["operations"]["list"]
+    for i, op in enumerate(ops):
+        name = c_name("strixpeer_cmd", op["name"])
+        if enums.get(name) != i + 1:
+            p.append("%s = %s, spec says %d" % (name, enums.get(name), i + 1))
+    check("commands", p)
+
+    # policies and permissions in the module
+    p = []
+    for op in ops:
+        if "event" in op:
+            continue
+        attrs = []
+        for kind in ("do", "dump"):
+            req = op.get(kind, {}) or {}
+            for a in (req.get("request", {}) or {}).get("attributes", []):
+                if a not in attrs:
+                    attrs.append(a)
+        pname = "strixpeer_%s_nl_policy" % op["name"].replace("-", "_")
+        m = re.search(r"%s\[[^\]]*\] = \{(.*?)\n\};" % pname, kmod, re.S)
+        if not attrs:
+            if m:
+                p.append("%s exists but %s takes no attributes" % (pname, op["name"]))
+        elif not m:
+            p.append("no %s for %s" % (pname, op["name"]))
+        else:
+            entries = dict(re.findall(r"\[(STRIXPEER_A_\w+)\]\s*=\s*(.+?),\n", m.group(1) + "\n"))
+            aset = sets[op["attribute-set"]]
+            want = {c_name("strixpeer_a", op["attribute-set"], a): a for a in attrs}
+            for cname, a in want.items():
+                if cname not in entries:
+                    p.append("%s lacks %s" % (pname, cname))
+                    continue
+                ent = entries[cname]
+                spec_attr = aset[a]
+                if NLA[spec_attr["type"]] not in ent:
+                    p.append("%s: %s is %s, spec says %s" % (pname, cname, ent, spec_attr["type"]))
+                checks = spec_attr.get("checks", {})
+                lo, hi = checks.get("min"), checks.get("max")
+                if lo is not None and hi is not None:
+                    ok = re.search(r"NLA_POLICY_RANGE\(\w+,\s*%d,\s*%d\)" % (lo, hi), ent)
+                elif lo is not None:
+                    ok = re.search(r"NLA_POLICY_MIN\(\w+,\s*%d\)" % lo, ent)
+                elif hi is not None:
+                    ok = re.search(r"NLA_POLICY_MAX\(\w+,\s*%d\)" % hi, ent)
+                else:
+                    ok = "NLA_POLICY" not in ent
+                if not ok:
+                    p.append("%s: %s checks %s, spec says %s" % (pname, cname, ent, checks))
+            for cname in entries:
+                if cname not in want:
+                    p.append("%s has %s, not in the spec's request" % (pname, cname))
+        block = re.search(r"\.cmd = %s,(.*?)\n\t\}" % c_name("strixpeer_cmd", op["name"]),
+                          kmod, re.S)
+        if not block:
+            p.append("no genl_ops entry for %s" % op["name"])
+            continue
+        admin = "admin-perm" in op.get("flags", [])
+        if admin != ("GENL_ADMIN_PERM" in block.group(1)):
+            p.append("%s: admin-perm %s in spec, not in the module" % (op["name"], admin))
+        if op.get("dump") and ".dumpit" not in block.group(1):
+            p.append("%s: spec has a dump, the module none" % op["name"])
+    check("module_policies_and_permissions", p)
+
+    print("TAP version 13")
+    print("1..%d" % len(results))
+    failed = 0
+    for i, (name, problems) in enumerate(results, 1):
+        for prob in problems:
+            print("# " + prob)
+        print("%s %d %s" % ("not ok" if problems else "ok", i, name))
+        failed += bool(problems)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
