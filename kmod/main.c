@@ -134,17 +134,23 @@ static int sp_ioctl_buf_alloc(struct sp_file *f, void *data)
 	if (IS_ERR(buf))
 		return PTR_ERR(buf);
 
+	/*
+	 * Once in the xarray, another thread may free the handle at once:
+	 * hold our own reference until we are done with the buffer.
+	 */
+	kref_get(&buf->ref);
 	ret = xa_alloc(&f->bufs, &id, buf, XA_LIMIT(1, SP_MAX_HANDLE),
 		       GFP_KERNEL);
 	if (ret) {
 		sp_buf_put(buf);
+		sp_buf_put(buf);
 		return ret == -EBUSY ? -EMFILE : ret;
 	}
-	buf->handle = id;
+	sp_nl_buf_event(buf, STRIXPEER_CMD_BUF_CREATED_NTF);
+	sp_buf_put(buf);
 	a->size = size;
 	a->handle = id;
 	a->mmap_offset = (u64)id << SP_COOKIE_SHIFT;
-	sp_nl_buf_event(buf, STRIXPEER_CMD_BUF_CREATED_NTF);
 	return 0;
 }
 
@@ -183,7 +189,7 @@ static int sp_ioctl_buf_info(struct sp_file *f, void *data)
 	if (!buf)
 		return -ENOENT;
 	info->size = buf->size;
-	info->mmap_offset = (u64)buf->handle << SP_COOKIE_SHIFT;
+	info->mmap_offset = (u64)info->handle << SP_COOKIE_SHIFT;
 	info->page_size = PAGE_SIZE << buf->min_order;
 	info->node = buf->node;
 	info->nr_chunks = buf->nr_chunks;

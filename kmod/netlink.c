@@ -294,28 +294,50 @@ static int sp_nl_config_get_doit(struct sk_buff *skb, struct genl_info *info)
 	return genlmsg_reply(msg, info);
 }
 
-static void sp_nl_config_event(void)
+/*
+ * Events: sp_nl_event_new() starts one (NULL when nobody listens or memory
+ * is short), sp_nl_event_send() finishes and multicasts it.
+ */
+static struct sk_buff *sp_nl_event_new(u8 cmd, void **hdr)
 {
 	struct sk_buff *msg;
+
+	if (!genl_has_listeners(&sp_nl_family, &init_net, SP_NL_MCGRP_EVENTS))
+		return NULL;
+	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
+	if (!msg)
+		return NULL;
+	*hdr = genlmsg_put(msg, 0, 0, &sp_nl_family, 0, cmd);
+	if (!*hdr) {
+		nlmsg_free(msg);
+		return NULL;
+	}
+	return msg;
+}
+
+static void sp_nl_event_send(struct sk_buff *msg, void *hdr)
+{
+	genlmsg_end(msg, hdr);
+	genlmsg_multicast(&sp_nl_family, msg, 0, SP_NL_MCGRP_EVENTS, GFP_KERNEL);
+}
+
+static void sp_nl_config_event(void)
+{
 	struct nlattr *nest;
+	struct sk_buff *msg;
 	void *hdr;
 
 	lockdep_assert_held(&sp_config_lock);
-	if (!genl_has_listeners(&sp_nl_family, &init_net, SP_NL_MCGRP_EVENTS))
-		return;
-	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
+	msg = sp_nl_event_new(STRIXPEER_CMD_CONFIG_NTF, &hdr);
 	if (!msg)
 		return;
-	hdr = genlmsg_put(msg, 0, 0, &sp_nl_family, 0, STRIXPEER_CMD_CONFIG_NTF);
-	if (!hdr ||
-	    nla_put_u32(msg, STRIXPEER_A_EVENT_PID, task_tgid_nr(current)))
+	if (nla_put_u32(msg, STRIXPEER_A_EVENT_PID, task_tgid_nr(current)))
 		goto out_free;
 	nest = nla_nest_start(msg, STRIXPEER_A_EVENT_CONFIG);
 	if (!nest || sp_nl_put_config(msg))
 		goto out_free;
 	nla_nest_end(msg, nest);
-	genlmsg_end(msg, hdr);
-	genlmsg_multicast(&sp_nl_family, msg, 0, SP_NL_MCGRP_EVENTS, GFP_KERNEL);
+	sp_nl_event_send(msg, hdr);
 	return;
 
 out_free:
@@ -411,28 +433,20 @@ static struct genl_family sp_nl_family __ro_after_init = {
  */
 void sp_nl_buf_event(struct sp_buf *buf, u8 cmd)
 {
-	struct sk_buff *msg;
 	struct nlattr *nest;
+	struct sk_buff *msg;
 	void *hdr;
 
-	if (!genl_has_listeners(&sp_nl_family, &init_net, SP_NL_MCGRP_EVENTS))
-		return;
-	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
+	msg = sp_nl_event_new(cmd, &hdr);
 	if (!msg)
 		return;
-	hdr = genlmsg_put(msg, 0, 0, &sp_nl_family, 0, cmd);
-	if (!hdr)
-		goto out_free;
 	nest = nla_nest_start(msg, STRIXPEER_A_EVENT_BUF);
-	if (!nest || sp_nl_put_buf(msg, buf))
-		goto out_free;
+	if (!nest || sp_nl_put_buf(msg, buf)) {
+		nlmsg_free(msg);
+		return;
+	}
 	nla_nest_end(msg, nest);
-	genlmsg_end(msg, hdr);
-	genlmsg_multicast(&sp_nl_family, msg, 0, SP_NL_MCGRP_EVENTS, GFP_KERNEL);
-	return;
-
-out_free:
-	nlmsg_free(msg);
+	sp_nl_event_send(msg, hdr);
 }
 
 /**
@@ -447,22 +461,17 @@ void sp_nl_limit_event(u32 limit, u64 size)
 	struct sk_buff *msg;
 	void *hdr;
 
-	if (!genl_has_listeners(&sp_nl_family, &init_net, SP_NL_MCGRP_EVENTS))
-		return;
-	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
+	msg = sp_nl_event_new(STRIXPEER_CMD_LIMIT_NTF, &hdr);
 	if (!msg)
 		return;
-	hdr = genlmsg_put(msg, 0, 0, &sp_nl_family, 0, STRIXPEER_CMD_LIMIT_NTF);
-	if (!hdr ||
-	    nla_put_u32(msg, STRIXPEER_A_EVENT_LIMIT, limit) ||
+	if (nla_put_u32(msg, STRIXPEER_A_EVENT_LIMIT, limit) ||
 	    nla_put_u32(msg, STRIXPEER_A_EVENT_PID, task_tgid_nr(current)) ||
 	    nla_put_u64_64bit(msg, STRIXPEER_A_EVENT_SIZE, size,
 			      STRIXPEER_A_EVENT_PAD)) {
 		nlmsg_free(msg);
 		return;
 	}
-	genlmsg_end(msg, hdr);
-	genlmsg_multicast(&sp_nl_family, msg, 0, SP_NL_MCGRP_EVENTS, GFP_KERNEL);
+	sp_nl_event_send(msg, hdr);
 }
 
 /**

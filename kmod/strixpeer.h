@@ -49,7 +49,6 @@ struct sp_file {
  * struct sp_buf - a strixpeer buffer
  * @ref: held by the owning file's xarray and by every VMA mapping it
  * @id: node-wide id in sp_all_bufs (netlink's buffer id)
- * @handle: id in the owning file's xarray
  * @size: bytes (nr_pages << PAGE_SHIFT)
  * @nr_pages: number of PAGE_SIZE pages
  * @pages: every PAGE_SIZE page; high-order allocations are split, so each
@@ -65,7 +64,6 @@ struct sp_file {
 struct sp_buf {
 	struct kref ref;
 	u32 id;
-	u32 handle;
 	pid_t pid;
 	kuid_t uid;
 	u64 size;

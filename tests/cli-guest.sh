@@ -58,7 +58,9 @@ result $? "status_table_matches_json"
 $ctl -j -p version | py 'assert d["module"] == d["library"] and d["abi"].startswith("1."), d'
 result $? "version_json"
 
-diff <($ctl st) <($ctl status) > /dev/null && diff <($ctl -j conf sh) <($ctl -j config show) > /dev/null
+# (status holds live numbers such as free memory: compare stable output)
+diff <($ctl ver) <($ctl version) > /dev/null && diff <($ctl -j conf sh) <($ctl -j config show) > /dev/null &&
+	$ctl -j st | py 'assert d["module"]["loaded"]'
 result $? "prefix_match"
 
 # two processes holding buffers: buf show lists both, table and JSON alike

@@ -19,11 +19,13 @@ start_all=$(date +%s)
 
 pass=0 fail=0 skip=0
 record() {	# record <ok|fail|skip> <name> [reason]
+	local line
 	case $1 in
-	ok) pass=$((pass + 1)); echo "ok      $2" ;;
-	fail) fail=$((fail + 1)); echo "FAIL    $2${3:+: $3}" ;;
-	skip) skip=$((skip + 1)); echo "skip    $2: $3" ;;
-	esac | tee -a "$summary"
+	ok) pass=$((pass + 1)); line="ok      $2" ;;
+	fail) fail=$((fail + 1)); line="FAIL    $2${3:+: $3}" ;;
+	skip) skip=$((skip + 1)); line="skip    $2: $3" ;;
+	esac
+	echo "$line" | tee -a "$summary"
 }
 
 # TAP file -> records; a program that stopped early counts as a failure.
@@ -105,7 +107,7 @@ for k in "${kernels[@]}"; do
 	mkdir -p "$vout"
 	t0=$(date +%s)
 	# shellcheck disable=SC2086
-	tests/vm/run-vm.sh --timeout 2400 "$kver" "$vout" -- \
+	tests/vm/run-vm.sh --quiet --timeout 2400 "$kver" "$vout" -- \
 		tests/vm/guest-suite.sh "$bdir/strixpeer.ko" ${SP_TESTS:-}
 	vrc=$?
 	echo "$name: VM run took $(( $(date +%s) - t0 )) s (exit $vrc)" | tee -a "$out/timing.txt"

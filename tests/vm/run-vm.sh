@@ -15,7 +15,8 @@
 # in the repo root with stdin /dev/null and a clean environment: PATH, HOME,
 # SP_KVER=<kver>, SP_OUT=<outdir>, plus the caller's SP_*/STRIXPEER_* vars.
 # VM: q35, 2 vCPUs (2 sockets), 2 GiB in two NUMA nodes of 1 GiB (cpu 0 on
-# node 0, cpu 1 on node 1).
+# node 0, cpu 1 on node 1), single-threaded TCG (STRIXPEER_VM_MTTCG=1 for
+# multi-threaded TCG: faster with idle host cores, but see below).
 #
 # Leaves in <outdir>: console.log (serial console; also copied to stdout
 # unless --quiet), dmesg.txt, exit-code.
@@ -218,11 +219,18 @@ main() {
 	fi
 	# q35, not pc: pc's ACPI _PRT is a loop the debug kernel's AML
 	# interpreter cannot finish under TCG (AE_AML_LOOP_TIMEOUT, 30 s per
-	# PCI device). sockets=2 so that the two NUMA nodes do not split a
-	# socket (the kernel WARNs about that).
+	# PCI device). la57=off: with 5-level paging the debug kernel reports a
+	# KASAN wild-memory-access at boot. thread=single: with qemu 7.2's
+	# multi-threaded TCG, 3 of 40 boots of 6.12 died of "Oops: int3" in
+	# sched_clock_cpu (a static key patched with text_poke_bp while the
+	# other vCPU runs it); single-threaded TCG had none in 30+ boots.
+	# sockets=2 so that the two NUMA nodes do not split a socket (the
+	# kernel WARNs about that).
+	local tcg=tcg,thread=single
+	[ "${STRIXPEER_VM_MTTCG:-0}" = 0 ] || tcg=tcg,thread=multi
 	# shellcheck disable=SC2054 # commas are qemu's
 	local qemu=(qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot
-		-machine q35 -accel tcg -cpu max,la57=off
+		-machine q35 -accel "$tcg" -cpu max,la57=off
 		-smp 2,sockets=2,cores=1,threads=1 -m 2G
 		-object memory-backend-ram,id=mem0,size=1G
 		-object memory-backend-ram,id=mem1,size=1G
