@@ -101,8 +101,7 @@ finish_root() {
 # fetch_debian <name> <meta package>: a Debian kernel series from apt.
 fetch_debian() {
 	name=$1 meta=$2
-	img=$(apt_dep "$meta" '^linux-image-[0-9]') ||
-		true
+	img=$(apt_dep "$meta" '^linux-image-[0-9]') || true
 	[ -n "$img" ] || die "apt cannot resolve $meta (run apt-get update? is bookworm(-security) in sources?)"
 	img=${img%-unsigned}
 	kver=${img#linux-image-}

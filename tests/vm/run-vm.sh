@@ -256,7 +256,9 @@ main() {
 	set -e
 	t1=$(date +%s)
 
-	if [ "$qrc" -eq 124 ] || [ "$qrc" -eq 137 ]; then
+	# timeout(1): 124 when it stopped qemu with SIGTERM, 137 when it had to
+	# SIGKILL it (137 can also be the OOM killer: check the time too)
+	if [ "$qrc" -eq 124 ] || { [ "$qrc" -eq 137 ] && [ $((t1 - t0)) -ge "$timeout_s" ]; }; then
 		rc=124
 		why="timed out after ${timeout_s}s"
 	elif grep -Eq '^(\[ *[0-9.]+\] )?Kernel panic - not syncing' "$outdir/console.log" 2>/dev/null; then
