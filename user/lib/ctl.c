@@ -495,7 +495,7 @@ static int sp_on_event(struct nl_msg *msg, void *arg)
 	default:
 		return NL_SKIP;
 	}
-	ev.pid = ev.pid ? ev.pid : get_u32(tb[STRIXPEER_A_EVENT_PID]);
+	ev.pid = get_u32(tb[STRIXPEER_A_EVENT_PID]);
 	m->stop = m->cb(&ev, m->arg);
 	return m->stop ? NL_STOP : NL_OK;
 }
