@@ -27,7 +27,8 @@
 
 #include "strixpeer.h"
 
-DEFINE_XARRAY_ALLOC1(sp_all_bufs);
+/* Every live buffer by node-wide id (netlink's view); see sp_buf_get_next(). */
+static DEFINE_XARRAY_ALLOC1(sp_all_bufs);
 static u32 sp_next_id;
 
 /*

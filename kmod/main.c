@@ -41,9 +41,6 @@ module_param_named(require_huge, sp_require_huge, bool, 0644);
 MODULE_PARM_DESC(require_huge,
 		 "Buffers that do not say otherwise need 2 MiB pages (default N)");
 
-/* Serialises netlink config-set (read-modify-notify). */
-DEFINE_MUTEX(sp_config_lock);
-
 struct sp_stats sp_stats;
 
 /**

@@ -9,11 +9,13 @@
  *
  * Locking: the family is parallel_ops. Buffers are looked up with
  * sp_buf_get_next() (sp_all_bufs' xa_lock, then a reference); config-set
- * holds sp_config_lock while it validates, applies and announces a change.
+ * validates first, then holds sp_config_lock while it applies and announces
+ * a change, so announcements come in the order the changes were made.
  * Events are built and sent with GFP_KERNEL from process context only.
  */
 #include <linux/cred.h>
 #include <linux/mm.h>
+#include <linux/mutex.h>
 #include <linux/nodemask.h>
 #include <net/genetlink.h>
 #include <net/netlink.h>
@@ -45,6 +47,9 @@ static const struct nla_policy strixpeer_config_set_nl_policy[STRIXPEER_A_CONFIG
 };
 
 static struct genl_family sp_nl_family;
+
+/* Serialises config-set's apply-and-announce. */
+static DEFINE_MUTEX(sp_config_lock);
 
 static int sp_nl_put_buf(struct sk_buff *skb, struct sp_buf *buf)
 {

@@ -8,7 +8,6 @@
 #include <linux/atomic.h>
 #include <linux/cred.h>
 #include <linux/kref.h>
-#include <linux/mutex.h>
 #include <linux/mm_types.h>
 #include <linux/types.h>
 #include <linux/xarray.h>
@@ -102,16 +101,12 @@ extern struct sp_stats sp_stats;
 
 /*
  * Configuration (main.c): module parameters, also set through netlink's
- * config-set. Readers use READ_ONCE(); netlink writers hold sp_config_lock.
+ * config-set. Readers use READ_ONCE(); writers use WRITE_ONCE().
  */
 extern unsigned long sp_max_buf_size;
 extern unsigned long sp_max_pinned_bytes;
 extern int sp_default_node;
 extern bool sp_require_huge;
-extern struct mutex sp_config_lock;
-
-/* Every live buffer by id; see sp_buf_get_next(). */
-extern struct xarray sp_all_bufs;
 
 struct sp_buf *sp_buf_create(u64 size, int node, bool huge_only);
 struct sp_buf *sp_buf_get_next(unsigned long *id);
