@@ -20,6 +20,8 @@ extern "C" {
 struct sp_dev;
 /** Opaque handle on a strixpeer buffer allocated through an sp_dev. */
 struct sp_buf;
+/** Opaque handle on an imported dma-buf range (PeerDirect). */
+struct sp_import;
 
 /** Module and ABI versions, as returned by sp_dev_version(). */
 struct sp_version {
@@ -41,6 +43,17 @@ struct sp_buf_info {
 	uint32_t nr_chunks;		/**< physically contiguous runs */
 	uint32_t map_count;		/**< live mappings (any process) */
 	uint64_t mmap_offset;		/**< offset for mmap(2) on sp_dev_fd() */
+};
+
+/** State of one import, as returned by sp_import_query(). */
+struct sp_import_info {
+	uint32_t id;			/**< node-wide import id */
+	uint32_t registrations;		/**< PeerDirect registrations using it */
+	void *addr;			/**< start of the imported range */
+	uint64_t length;		/**< bytes */
+	uint64_t offset;		/**< offset into the dma-buf */
+	uint64_t dmabuf_size;		/**< size of the whole dma-buf */
+	int unmapped;			/**< 1: ended because it was unmapped */
 };
 
 /** Module-wide counters (sysfs), as returned by sp_stats_read(). */
@@ -193,6 +206,59 @@ int sp_buf_query(const struct sp_buf *buf, struct sp_buf_info *info);
 int sp_buf_free(struct sp_buf *buf);
 
 /**
+ * sp_import_dmabuf() - declare where a dma-buf's bytes are mapped
+ * @dev: handle
+ * @dmabuf_fd: the dma-buf (e.g. from hsa_amd_portable_export_dmabuf(),
+ *	DRM PRIME, udmabuf or a dma-heap); the module keeps its own
+ *	reference, so the fd may be closed afterwards
+ * @offset: byte offset into the dma-buf of @addr, page aligned
+ * @length: bytes, page aligned
+ * @addr: page-aligned address where those bytes are mapped in this process
+ * @impp: receives the import
+ *
+ * From then on an ibv_reg_mr() inside [@addr, @addr + @length) that the
+ * kernel cannot pin normally (a GPU buffer's mapping) is claimed by
+ * strixpeer's PeerDirect client, which maps the dma-buf for the NIC.
+ * Registrations are invalidated when the import ends: sp_import_free(),
+ * sp_dev_close(), process exit, or an munmap of any part of the range.
+ * Needs module ABI 1.1.
+ *
+ * Return: 0 or negative errno (-EBADF: not a dma-buf; -ERANGE: the dma-buf
+ * is smaller; -EEXIST: overlaps an import of this process; -EINVAL:
+ * misaligned).
+ */
+int sp_import_dmabuf(struct sp_dev *dev, int dmabuf_fd, uint64_t offset,
+		     size_t length, void *addr, struct sp_import **impp);
+
+/**
+ * sp_import_id() - node-wide id of an import (netlink, events)
+ * @imp: import
+ *
+ * Return: the id.
+ */
+uint32_t sp_import_id(const struct sp_import *imp);
+
+/**
+ * sp_import_query() - state of an import
+ * @imp: import
+ * @info: filled in
+ *
+ * Return: 0 or negative errno.
+ */
+int sp_import_query(const struct sp_import *imp, struct sp_import_info *info);
+
+/**
+ * sp_import_free() - end an import
+ * @imp: import, or NULL
+ *
+ * Registrations using it are invalidated before this returns; @imp is
+ * freed even when the module reports an error.
+ *
+ * Return: 0 or negative errno.
+ */
+int sp_import_free(struct sp_import *imp);
+
+/**
  * sp_stats_read() - read the module-wide counters
  * @stats: filled in
  *
@@ -272,7 +338,29 @@ enum sp_event_type {
 	SP_EVENT_BUF_FREED,		/**< @buf is set */
 	SP_EVENT_LIMIT,			/**< @limit, @pid, @size are set */
 	SP_EVENT_CONFIG,		/**< @pid and @config are set */
+	SP_EVENT_PEER,			/**< @peer, @import_id, @pid, @size
+					 *   (and @reason) are set; only with
+					 *   SP_MONITOR_PEER */
 };
+
+/** sp_event.peer: what the PeerDirect client did */
+enum sp_peer_event {
+	SP_PEER_CLAIM = 1,		/**< claimed a registration of an import */
+	SP_PEER_MAP,			/**< mapped it for a device */
+	SP_PEER_INVALIDATE,		/**< told the core to stop using it */
+};
+
+/** sp_event.reason: why a registration was invalidated */
+enum sp_inval_reason {
+	SP_INVAL_UNIMPORT = 1,		/**< sp_import_free(), or its registration ended */
+	SP_INVAL_CLOSE,			/**< the importing device fd was closed */
+	SP_INVAL_UNMAP,			/**< part of the range was unmapped */
+	SP_INVAL_EXIT,			/**< the importing process exited */
+	SP_INVAL_MOVE,			/**< the exporter moved the buffer */
+};
+
+/** sp_ctl_monitor_ex() flags */
+#define SP_MONITOR_PEER		(1U << 0) /**< also PeerDirect events */
 
 /** sp_event.limit: which limit refused an allocation */
 enum sp_limit {
@@ -290,6 +378,10 @@ struct sp_event {
 	uint32_t pid;
 	uint64_t size;
 	struct sp_config config;
+	/* since STRIXPEER_1.2, with SP_MONITOR_PEER */
+	enum sp_peer_event peer;
+	uint32_t import_id;
+	enum sp_inval_reason reason;
 };
 
 /**
@@ -349,6 +441,25 @@ int sp_ctl_buf_get(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e);
  */
 int sp_ctl_stats(struct sp_ctl *ctl, struct sp_counters *c);
 
+/** PeerDirect and import counters, as returned by sp_ctl_peer_stats(). */
+struct sp_peer_counters {
+	uint64_t acquires;		/**< ranges the core asked about */
+	uint64_t claims;		/**< ... and strixpeer claimed */
+	uint64_t maps;			/**< mappings made for a device */
+	uint64_t invalidations;		/**< registrations invalidated */
+	uint64_t registrations;		/**< claimed registrations alive now */
+	uint64_t imports;		/**< imports alive now */
+};
+
+/**
+ * sp_ctl_peer_stats() - PeerDirect and import counters (since STRIXPEER_1.2)
+ * @ctl: handle
+ * @c: filled in
+ *
+ * Return: 0 or negative errno.
+ */
+int sp_ctl_peer_stats(struct sp_ctl *ctl, struct sp_peer_counters *c);
+
 /**
  * sp_ctl_config_get() - current configuration
  * @ctl: handle
@@ -382,6 +493,18 @@ int sp_ctl_config_set(struct sp_ctl *ctl, const struct sp_config *cfg,
  */
 int sp_ctl_monitor(struct sp_ctl *ctl,
 		   int (*cb)(const struct sp_event *ev, void *arg), void *arg);
+
+/**
+ * sp_ctl_monitor_ex() - sp_ctl_monitor() with flags (since STRIXPEER_1.2)
+ * @ctl: handle
+ * @flags: SP_MONITOR_PEER to receive SP_EVENT_PEER events too
+ * @cb: as for sp_ctl_monitor()
+ * @arg: passed to @cb
+ *
+ * Return: as sp_ctl_monitor(); -EINVAL for unknown flags.
+ */
+int sp_ctl_monitor_ex(struct sp_ctl *ctl, unsigned int flags,
+		      int (*cb)(const struct sp_event *ev, void *arg), void *arg);
 
 #ifdef __cplusplus
 }

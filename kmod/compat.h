@@ -10,6 +10,7 @@
 #define _STRIXPEER_COMPAT_H
 
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <net/genetlink.h>
 
 #include "conftest.h"
@@ -37,5 +38,12 @@ static inline struct nlattr **sp_genl_dump_attrs(struct netlink_callback *cb)
 	return genl_dumpit_info(cb)->attrs;
 #endif
 }
+
+/* Symbol namespaces are string literals since 6.13 (cdd30ebb1b9f). */
+#ifdef STRIXPEER_HAVE_MODULE_IMPORT_NS_IDENT
+#define SP_MODULE_IMPORT_NS_DMA_BUF()	MODULE_IMPORT_NS(DMA_BUF)
+#else
+#define SP_MODULE_IMPORT_NS_DMA_BUF()	MODULE_IMPORT_NS("DMA_BUF")
+#endif
 
 #endif /* _STRIXPEER_COMPAT_H */

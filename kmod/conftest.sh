@@ -45,4 +45,9 @@ probe GENL_DUMPIT_INFO_INFO \
 	'struct nlattr **sp_probe(struct netlink_callback *cb);' \
 	'struct nlattr **sp_probe(struct netlink_callback *cb) { return genl_dumpit_info(cb)->info.attrs; }'
 
+# 6.13, cdd30ebb1b9f "module: Convert symbol namespace to string literal"
+probe MODULE_IMPORT_NS_IDENT \
+	'#include <linux/module.h>' \
+	'MODULE_IMPORT_NS(DMA_BUF);'
+
 echo "#endif"

@@ -91,6 +91,8 @@ static int sp_ioctl_version(struct sp_file *f, void *data)
 	v->module_version = (SP_VERSION_MAJOR << 16) | (SP_VERSION_MINOR << 8) |
 			    SP_VERSION_PATCH;
 	v->features = SP_FEATURES;
+	if (sp_peer_active())
+		v->features |= STRIXPEER_FEAT_PEERDIRECT;
 	v->page_sizes = SP_PAGE_SIZES;
 	return 0;
 }
@@ -195,6 +197,42 @@ static int sp_ioctl_buf_info(struct sp_file *f, void *data)
 	return 0;
 }
 
+static int sp_ioctl_import(struct sp_file *f, void *data)
+{
+	struct strixpeer_import *imp = data;
+
+	if (imp->flags)
+		return -EINVAL;
+	return sp_import_create(f, imp->dmabuf_fd, imp->offset, imp->length,
+				imp->va, &imp->handle, &imp->id);
+}
+
+/* Undo an IMPORT whose result could not be copied back to user space. */
+static void sp_ioctl_import_undo(struct sp_file *f, void *data)
+{
+	struct strixpeer_import *imp = data;
+
+	sp_import_destroy(f, imp->handle, STRIXPEER_INVAL_UNIMPORT);
+}
+
+static int sp_ioctl_unimport(struct sp_file *f, void *data)
+{
+	struct strixpeer_unimport *u = data;
+
+	if (u->flags)
+		return -EINVAL;
+	return sp_import_destroy(f, u->handle, STRIXPEER_INVAL_UNIMPORT);
+}
+
+static int sp_ioctl_import_info(struct sp_file *f, void *data)
+{
+	struct strixpeer_import_info *info = data;
+
+	if (info->flags || info->reserved)
+		return -EINVAL;
+	return sp_import_info(f, info);
+}
+
 /**
  * struct sp_ioctl_desc - one ioctl
  * @cmd: the command as this module knows it (direction, current size)
@@ -222,6 +260,12 @@ static const struct sp_ioctl_desc sp_ioctls[] = {
 		 sp_ioctl_buf_free, NULL),
 	SP_IOCTL(STRIXPEER_IOC_BUF_INFO, struct strixpeer_buf_info,
 		 sp_ioctl_buf_info, NULL),
+	SP_IOCTL(STRIXPEER_IOC_IMPORT, struct strixpeer_import,
+		 sp_ioctl_import, sp_ioctl_import_undo),
+	SP_IOCTL(STRIXPEER_IOC_UNIMPORT, struct strixpeer_unimport,
+		 sp_ioctl_unimport, NULL),
+	SP_IOCTL(STRIXPEER_IOC_IMPORT_INFO, struct strixpeer_import_info,
+		 sp_ioctl_import_info, NULL),
 };
 
 union sp_ioctl_data {
@@ -229,6 +273,9 @@ union sp_ioctl_data {
 	struct strixpeer_buf_alloc alloc;
 	struct strixpeer_buf_free free;
 	struct strixpeer_buf_info info;
+	struct strixpeer_import import;
+	struct strixpeer_unimport unimport;
+	struct strixpeer_import_info import_info;
 };
 
 static long sp_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
@@ -304,6 +351,7 @@ static int sp_open(struct inode *inode, struct file *filp)
 	if (!f)
 		return -ENOMEM;
 	xa_init_flags(&f->bufs, XA_FLAGS_ALLOC1);
+	xa_init_flags(&f->imports, XA_FLAGS_ALLOC1);
 	f->mm = current->mm;
 	mmgrab(f->mm);
 	filp->private_data = f;
@@ -312,13 +360,16 @@ static int sp_open(struct inode *inode, struct file *filp)
 
 /*
  * Last close of the file: every handle goes. Buffers still mapped live on
- * until their last VMA is closed.
+ * until their last VMA is closed; imports end, their registrations are
+ * invalidated.
  */
 static int sp_release(struct inode *inode, struct file *filp)
 {
 	struct sp_file *f = filp->private_data;
 	struct sp_buf *buf;
 	unsigned long idx;
+
+	sp_import_release_all(f);
 
 	xa_for_each(&f->bufs, idx, buf) {
 		xa_erase(&f->bufs, idx);
@@ -395,23 +446,36 @@ static int __init sp_init(void)
 {
 	int ret;
 
-	ret = sp_nl_init();
+	ret = sp_import_init();
 	if (ret)
 		return ret;
-	ret = misc_register(&sp_misc);
+	ret = sp_nl_init();
+	if (ret)
+		goto out_import;
+	ret = sp_peer_init();
 	if (ret)
 		goto out_nl;
+	ret = misc_register(&sp_misc);
+	if (ret)
+		goto out_peer;
 	return 0;
 
+out_peer:
+	sp_peer_exit();
 out_nl:
 	sp_nl_exit();
+out_import:
+	sp_import_exit();
 	return ret;
 }
 
+/* No file is open and no registration left: each holds a module reference. */
 static void __exit sp_exit(void)
 {
 	misc_deregister(&sp_misc);
+	sp_peer_exit();
 	sp_nl_exit();
+	sp_import_exit();
 }
 
 module_init(sp_init);

@@ -22,9 +22,6 @@
 
 #include "strixpeer.h"
 
-#define SP_PEERDIRECT_REASON \
-	"no PeerDirect client in this strixpeer release"
-
 enum sp_nl_mcgrp {
 	SP_NL_MCGRP_EVENTS,
 };
@@ -138,12 +135,14 @@ static int sp_nl_info_doit(struct sk_buff *skb, struct genl_info *info)
 	if (nla_put_string(msg, STRIXPEER_A_INFO_VERSION, SP_VERSION_STR) ||
 	    nla_put_u32(msg, STRIXPEER_A_INFO_ABI_MAJOR, STRIXPEER_ABI_MAJOR) ||
 	    nla_put_u32(msg, STRIXPEER_A_INFO_ABI_MINOR, STRIXPEER_ABI_MINOR) ||
-	    nla_put_u64_64bit(msg, STRIXPEER_A_INFO_FEATURES, SP_FEATURES,
+	    nla_put_u64_64bit(msg, STRIXPEER_A_INFO_FEATURES, SP_FEATURES |
+			      (sp_peer_active() ? STRIXPEER_FEAT_PEERDIRECT : 0),
 			      STRIXPEER_A_INFO_PAD) ||
 	    nla_put_u64_64bit(msg, STRIXPEER_A_INFO_PAGE_SIZES, SP_PAGE_SIZES,
 			      STRIXPEER_A_INFO_PAD) ||
-	    nla_put_string(msg, STRIXPEER_A_INFO_PEERDIRECT_REASON,
-			   SP_PEERDIRECT_REASON))
+	    (!sp_peer_active() &&
+	     nla_put_string(msg, STRIXPEER_A_INFO_PEERDIRECT_REASON,
+			    sp_peer_reason())))
 		goto out_free;
 	for_each_node_state(nid, N_MEMORY)
 		if (sp_nl_put_node(msg, nid))
@@ -273,7 +272,10 @@ static int sp_nl_stats_get_doit(struct sk_buff *skb, struct genl_info *info)
 	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEER_CLAIMS, peer_claims) ||
 	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEER_INVALIDATIONS, peer_invalidations) ||
 	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_DMABUF_EXPORTS, dmabuf_exports) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_DMABUF_ATTACHMENTS, dmabuf_attachments)) {
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_DMABUF_ATTACHMENTS, dmabuf_attachments) ||
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEER_MAPS, peer_maps) ||
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_IMPORTS, imports) ||
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEER_REGISTRATIONS, peer_registrations)) {
 		nlmsg_free(msg);
 		return -EMSGSIZE;
 	}
@@ -473,6 +475,36 @@ void sp_nl_limit_event(u32 limit, u64 size)
 	    nla_put_u32(msg, STRIXPEER_A_EVENT_PID, task_tgid_nr(current)) ||
 	    nla_put_u64_64bit(msg, STRIXPEER_A_EVENT_SIZE, size,
 			      STRIXPEER_A_EVENT_PAD)) {
+		nlmsg_free(msg);
+		return;
+	}
+	sp_nl_event_send(msg, hdr);
+}
+
+/**
+ * sp_nl_peer_event() - announce what the PeerDirect client did
+ * @imp: the import concerned (its fields are read)
+ * @what: STRIXPEER_PEER_*
+ * @size: bytes of the registration
+ * @reason: STRIXPEER_INVAL_* for an invalidation, else 0
+ *
+ * Context: process context, may sleep (also from move_notify).
+ */
+void sp_nl_peer_event(const struct sp_import *imp, u32 what, u64 size,
+		      u32 reason)
+{
+	struct sk_buff *msg;
+	void *hdr;
+
+	msg = sp_nl_event_new(STRIXPEER_CMD_PEER_NTF, &hdr);
+	if (!msg)
+		return;
+	if (nla_put_u32(msg, STRIXPEER_A_EVENT_PEER, what) ||
+	    nla_put_u32(msg, STRIXPEER_A_EVENT_IMPORT, imp->id) ||
+	    nla_put_u32(msg, STRIXPEER_A_EVENT_PID, imp->pid) ||
+	    nla_put_u64_64bit(msg, STRIXPEER_A_EVENT_SIZE, size,
+			      STRIXPEER_A_EVENT_PAD) ||
+	    (reason && nla_put_u32(msg, STRIXPEER_A_EVENT_REASON, reason))) {
 		nlmsg_free(msg);
 		return;
 	}

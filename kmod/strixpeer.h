@@ -6,10 +6,17 @@
 #define _STRIXPEER_INTERNAL_H
 
 #include <linux/atomic.h>
+#include <linux/completion.h>
 #include <linux/cred.h>
+#include <linux/interval_tree.h>
 #include <linux/kref.h>
+#include <linux/list.h>
 #include <linux/mm_types.h>
+#include <linux/mmu_notifier.h>
+#include <linux/mutex.h>
+#include <linux/scatterlist.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 
 #include <uapi/strixpeer.h>
@@ -19,8 +26,12 @@
 /* 2 MiB on x86-64 and arm64 with 4 KiB pages. */
 #define SP_HUGE_ORDER		(PMD_SHIFT - PAGE_SHIFT)
 
-/* What the ioctl and netlink info report (uapi STRIXPEER_FEAT_* bits). */
-#define SP_FEATURES		(STRIXPEER_FEAT_BUFFERS | STRIXPEER_FEAT_NUMA)
+/*
+ * What the ioctl and netlink info report (uapi STRIXPEER_FEAT_* bits);
+ * STRIXPEER_FEAT_PEERDIRECT is added while the client is registered.
+ */
+#define SP_FEATURES		(STRIXPEER_FEAT_BUFFERS | STRIXPEER_FEAT_NUMA | \
+				 STRIXPEER_FEAT_DMABUF_IMPORT)
 #define SP_PAGE_SIZES		((1ULL << PAGE_SHIFT) | (1ULL << PMD_SHIFT))
 
 /*
@@ -38,10 +49,65 @@
  * @bufs: handle -> struct sp_buf; the xarray holds one reference on each
  *	buffer. Its xa_lock orders lookups (which take a reference) against
  *	BUF_FREE and release (which erase, then drop that reference).
+ * @imports: handle -> struct sp_import, one reference each, same rules
  */
 struct sp_file {
 	struct mm_struct *mm;
 	struct xarray bufs;
+	struct xarray imports;
+};
+
+struct dma_buf;
+struct dma_buf_attachment;
+struct sp_peer_ctx;
+
+/**
+ * struct sp_import - a dma-buf range declared at a VA range of one process
+ * @ref: held by the file's handle (or, for an implicit import, by the one
+ *	registration that created it), by each registration using it and by
+ *	a queued @unmap_work
+ * @it: node in the interval tree of live imports, keyed by VA
+ * @in_tree: @it is linked (sp_imports_lock)
+ * @mm: the process's address space (mmgrab'ed)
+ * @pid: tgid of the importing process
+ * @id: node-wide id (netlink, events)
+ * @dmabuf: our reference on the dma-buf
+ * @offset: byte offset into @dmabuf of @va
+ * @length: bytes
+ * @va: start of the range
+ * @implicit: created by the zero-change mode for one registration of a
+ *	GEM mapping, not by the IMPORT ioctl
+ * @notifier: mmu interval notifier over the range (unmap and exit)
+ * @notifier_live: @notifier is inserted (only touched under @lock's
+ *	protocol: set before publication, cleared by the one ending caller)
+ * @unmap_work: ends the import after the notifier saw the range go
+ * @unmap_reason: STRIXPEER_INVAL_UNMAP or _EXIT, set by the notifier
+ * @lock: protects @ctxs and @dead; held while registrations are
+ *	invalidated, so an ending caller returns only once none can DMA
+ * @ctxs: struct sp_peer_ctx using this import
+ * @nr_ctxs: length of @ctxs
+ * @dead: ended; no new registration may claim it
+ */
+struct sp_import {
+	struct kref ref;
+	struct interval_tree_node it;
+	bool in_tree;
+	struct mm_struct *mm;
+	pid_t pid;
+	u32 id;
+	struct dma_buf *dmabuf;
+	u64 offset;
+	u64 length;
+	unsigned long va;
+	bool implicit;
+	struct mmu_interval_notifier notifier;
+	bool notifier_live;
+	struct work_struct unmap_work;
+	atomic_t unmap_reason;
+	struct mutex lock;
+	struct list_head ctxs;
+	unsigned int nr_ctxs;
+	bool dead;
 };
 
 /**
@@ -89,10 +155,13 @@ struct sp_stats {
 	atomic64_t fail_max_buf_size;
 	atomic64_t fail_max_pinned;
 	atomic64_t mmaps;
-	/* filled by the PeerDirect and dma-buf paths once they exist */
-	atomic64_t peer_acquires;
-	atomic64_t peer_claims;
-	atomic64_t peer_invalidations;
+	atomic64_t peer_acquires;	/* ranges the core asked about */
+	atomic64_t peer_claims;		/* ... and we claimed */
+	atomic64_t peer_maps;		/* dma_map()s that succeeded */
+	atomic64_t peer_invalidations;	/* invalidate callbacks made */
+	atomic64_t peer_registrations;	/* live claimed registrations */
+	atomic64_t imports;		/* live imports (incl. implicit) */
+	/* filled by the dma-buf export path once it exists */
 	atomic64_t dmabuf_exports;
 	atomic64_t dmabuf_attachments;
 };
@@ -115,10 +184,40 @@ void sp_buf_put(struct sp_buf *buf);
 int sp_buf_mmap(struct sp_buf *buf, struct vm_area_struct *vma,
 		unsigned long pgoff);
 
+/* Imports of dma-buf ranges (import.c). */
+extern bool sp_claim_gem_mappings;
+int sp_import_create(struct sp_file *f, int fd, u64 offset, u64 length,
+		     unsigned long va, u32 *handle, u32 *id);
+int sp_import_destroy(struct sp_file *f, u32 handle,
+		      enum strixpeer_inval_reason reason);
+int sp_import_info(struct sp_file *f, struct strixpeer_import_info *info);
+void sp_import_release_all(struct sp_file *f);
+struct sp_import *sp_import_find(struct mm_struct *mm, unsigned long addr,
+				 size_t size);
+struct sp_import *sp_import_from_gem(unsigned long addr, size_t size);
+void sp_import_end(struct sp_import *imp, enum strixpeer_inval_reason reason);
+void sp_import_put(struct sp_import *imp);
+void sp_import_queue_work(struct work_struct *work);
+int sp_import_init(void);
+void sp_import_exit(void);
+
+/*
+ * PeerDirect client (peer.c; without the peer-memory API at build time it
+ * only reports why). sp_peer_invalidate_all() needs the import's lock.
+ */
+bool sp_peer_active(void);
+const char *sp_peer_reason(void);
+void sp_peer_invalidate_all(struct sp_import *imp,
+			    enum strixpeer_inval_reason reason);
+int sp_peer_init(void);
+void sp_peer_exit(void);
+
 /* Generic netlink control plane (netlink.c). */
 int sp_nl_init(void);
 void sp_nl_exit(void);
 void sp_nl_buf_event(struct sp_buf *buf, u8 cmd);
 void sp_nl_limit_event(u32 limit, u64 size);
+void sp_nl_peer_event(const struct sp_import *imp, u32 what, u64 size,
+		      u32 reason);
 
 #endif /* _STRIXPEER_INTERNAL_H */

@@ -18,6 +18,9 @@
  *   ENOENT  no buffer with that handle on this fd
  *   EACCES  fd used by a process other than the one that opened it
  *   ENOTTY  unknown ioctl
+ *   EBADF   IMPORT: dmabuf_fd is not an open dma-buf file descriptor
+ *   EEXIST  IMPORT: the range overlaps one of this process's imports
+ *   ERANGE  IMPORT: offset + length lies beyond the end of the dma-buf
  */
 #ifndef _UAPI_STRIXPEER_H
 #define _UAPI_STRIXPEER_H
@@ -32,7 +35,7 @@
  * number when ioctls or fields are added.
  */
 #define STRIXPEER_ABI_MAJOR		1
-#define STRIXPEER_ABI_MINOR		0
+#define STRIXPEER_ABI_MINOR		1
 
 /* strixpeer_version.features, and the netlink info's features */
 #define STRIXPEER_FEAT_BUFFERS		(1ULL << 0) /* BUF_ALLOC/FREE/INFO, mmap */
@@ -123,12 +126,87 @@ struct strixpeer_buf_info {
 	__u32 reserved;
 };
 
+/**
+ * struct strixpeer_import - STRIXPEER_IOC_IMPORT (since ABI 1.1)
+ * @dmabuf_fd: in: a dma-buf (an amdgpu BO exported with
+ *	hsa_amd_portable_export_dmabuf or DRM PRIME, a udmabuf, a dma-heap
+ *	buffer, ...). strixpeer keeps its own reference; the fd may be closed.
+ * @flags: in: zero
+ * @offset: in: byte offset into the dma-buf, page aligned
+ * @length: in: bytes, page aligned, not zero
+ * @va: in: page-aligned address where these bytes are mapped in the
+ *	caller's address space
+ * @handle: out: import handle, valid on this fd only
+ * @id: out: node-wide import id (netlink, events)
+ *
+ * Declares that [va, va + length) of the caller holds bytes
+ * [offset, offset + length) of the dma-buf, so that the PeerDirect client
+ * can claim registrations of that range (ibv_reg_mr) and map the dma-buf
+ * for the NIC. Imports of one process may not overlap. An import ends with
+ * UNIMPORT, when this fd is closed, when the process exits, or when any
+ * part of the range is unmapped; registrations using it are invalidated
+ * first.
+ */
+struct strixpeer_import {
+	__s32 dmabuf_fd;
+	__u32 flags;
+	__u64 offset;
+	__u64 length;
+	__u64 va;
+	__u32 handle;
+	__u32 id;
+};
+
+/**
+ * struct strixpeer_unimport - STRIXPEER_IOC_UNIMPORT (since ABI 1.1)
+ * @handle: import to end; registrations using it are invalidated before
+ *	this returns
+ * @flags: zero
+ */
+struct strixpeer_unimport {
+	__u32 handle;
+	__u32 flags;
+};
+
+/**
+ * struct strixpeer_import_info - STRIXPEER_IOC_IMPORT_INFO (since ABI 1.1)
+ * @handle: in: import
+ * @flags: in: zero
+ * @va: out: start of the range
+ * @length: out: bytes
+ * @offset: out: offset into the dma-buf
+ * @dmabuf_size: out: size of the whole dma-buf
+ * @id: out: node-wide import id
+ * @state: out: STRIXPEER_IMPORT_*
+ * @registrations: out: live PeerDirect registrations using the import
+ * @reserved: zero
+ */
+struct strixpeer_import_info {
+	__u32 handle;
+	__u32 flags;
+	__u64 va;
+	__u64 length;
+	__u64 offset;
+	__u64 dmabuf_size;
+	__u32 id;
+	__u32 state;
+	__u32 registrations;
+	__u32 reserved;
+};
+
+/* strixpeer_import_info.state */
+#define STRIXPEER_IMPORT_ACTIVE		0 /* claimable */
+#define STRIXPEER_IMPORT_UNMAPPED	1 /* part of the range was unmapped */
+
 #define STRIXPEER_IOC_MAGIC		0xB5
 
 #define STRIXPEER_IOC_VERSION	_IOR(STRIXPEER_IOC_MAGIC, 0x00, struct strixpeer_version)
 #define STRIXPEER_IOC_BUF_ALLOC	_IOWR(STRIXPEER_IOC_MAGIC, 0x01, struct strixpeer_buf_alloc)
 #define STRIXPEER_IOC_BUF_FREE	_IOW(STRIXPEER_IOC_MAGIC, 0x02, struct strixpeer_buf_free)
 #define STRIXPEER_IOC_BUF_INFO	_IOWR(STRIXPEER_IOC_MAGIC, 0x03, struct strixpeer_buf_info)
+#define STRIXPEER_IOC_IMPORT	_IOWR(STRIXPEER_IOC_MAGIC, 0x04, struct strixpeer_import)
+#define STRIXPEER_IOC_UNIMPORT	_IOW(STRIXPEER_IOC_MAGIC, 0x05, struct strixpeer_unimport)
+#define STRIXPEER_IOC_IMPORT_INFO _IOWR(STRIXPEER_IOC_MAGIC, 0x06, struct strixpeer_import_info)
 
 /*
  * Generic netlink family "strixpeer": the control plane. Described in
@@ -145,6 +223,22 @@ enum strixpeer_limit {
 	STRIXPEER_LIMIT_MAX_PINNED_BYTES,
 	STRIXPEER_LIMIT_MEMLOCK,
 	STRIXPEER_LIMIT_NO_MEMORY,
+};
+
+/* STRIXPEER_A_EVENT_PEER: what the PeerDirect client did */
+enum strixpeer_peer_event {
+	STRIXPEER_PEER_CLAIM = 1,	/* a registration of an import's range */
+	STRIXPEER_PEER_MAP,		/* mapped for a device (SIZE = bytes) */
+	STRIXPEER_PEER_INVALIDATE,	/* the core was told to stop DMA */
+};
+
+/* STRIXPEER_A_EVENT_REASON: why a registration was invalidated */
+enum strixpeer_inval_reason {
+	STRIXPEER_INVAL_UNIMPORT = 1,	/* UNIMPORT ioctl */
+	STRIXPEER_INVAL_CLOSE,		/* the importing fd was closed */
+	STRIXPEER_INVAL_UNMAP,		/* the range was unmapped */
+	STRIXPEER_INVAL_EXIT,		/* the importing process exited */
+	STRIXPEER_INVAL_MOVE,		/* the exporter moved the buffer */
 };
 
 enum {
@@ -204,6 +298,9 @@ enum {
 	STRIXPEER_A_STATS_DMABUF_EXPORTS,
 	STRIXPEER_A_STATS_DMABUF_ATTACHMENTS,
 	STRIXPEER_A_STATS_PAD,
+	STRIXPEER_A_STATS_PEER_MAPS,
+	STRIXPEER_A_STATS_IMPORTS,
+	STRIXPEER_A_STATS_PEER_REGISTRATIONS,
 
 	__STRIXPEER_A_STATS_MAX,
 	STRIXPEER_A_STATS_MAX = (__STRIXPEER_A_STATS_MAX - 1)
@@ -227,6 +324,9 @@ enum {
 	STRIXPEER_A_EVENT_SIZE,
 	STRIXPEER_A_EVENT_CONFIG,
 	STRIXPEER_A_EVENT_PAD,
+	STRIXPEER_A_EVENT_PEER,
+	STRIXPEER_A_EVENT_IMPORT,
+	STRIXPEER_A_EVENT_REASON,
 
 	__STRIXPEER_A_EVENT_MAX,
 	STRIXPEER_A_EVENT_MAX = (__STRIXPEER_A_EVENT_MAX - 1)
@@ -242,6 +342,7 @@ enum {
 	STRIXPEER_CMD_BUF_FREED_NTF,
 	STRIXPEER_CMD_LIMIT_NTF,
 	STRIXPEER_CMD_CONFIG_NTF,
+	STRIXPEER_CMD_PEER_NTF,
 
 	__STRIXPEER_CMD_MAX,
 	STRIXPEER_CMD_MAX = (__STRIXPEER_CMD_MAX - 1)

@@ -162,6 +162,7 @@ static void print_counters(const struct sp_counters *c, bool all)
 /* One screen: module, PeerDirect, memory, limits, NUMA nodes. */
 static int cmd_status(int argc, char **argv)
 {
+	struct sp_peer_counters pc;
 	struct sp_counters c;
 	struct sp_config cfg;
 	struct sp_info info;
@@ -203,6 +204,12 @@ static int cmd_status(int argc, char **argv)
 	pr_bool("available", "available", info.features & SP_FEAT_PEERDIRECT);
 	if (!(info.features & SP_FEAT_PEERDIRECT))
 		pr_str("reason", "reason", info.peerdirect_reason);
+	if (sp_ctl_peer_stats(ctl, &pc) == 0) {
+		pr_u64("imports", "imports", pc.imports);
+		pr_u64("registrations", "registrations", pc.registrations);
+		pr_u64("claims", "claims", pc.claims);
+		pr_u64("invalidations", "invalidations", pc.invalidations);
+	}
 	pr_obj_close();
 
 	pr_obj_open("memory");
@@ -357,6 +364,7 @@ static void print_prometheus(const struct sp_counters *c, const struct sp_config
 static int cmd_stats(int argc, char **argv)
 {
 	bool prom = false;
+	struct sp_peer_counters pc;
 	struct sp_counters c;
 	struct sp_config cfg;
 	struct sp_ctl *ctl;
@@ -369,7 +377,8 @@ static int cmd_stats(int argc, char **argv)
 	}
 	if (open_ctl(&ctl))
 		return 1;
-	if (sp_ctl_stats(ctl, &c) < 0 || sp_ctl_config_get(ctl, &cfg) < 0) {
+	if (sp_ctl_stats(ctl, &c) < 0 || sp_ctl_config_get(ctl, &cfg) < 0 ||
+	    sp_ctl_peer_stats(ctl, &pc) < 0) {
 		sp_ctl_close(ctl);
 		return fail("stats");
 	}
@@ -380,6 +389,9 @@ static int cmd_stats(int argc, char **argv)
 	}
 	pr_obj_open(NULL);
 	print_counters(&c, true);
+	pr_u64("peer_maps", "peer maps", pc.maps);
+	pr_u64("peer_registrations", "peer registrations", pc.registrations);
+	pr_u64("imports", "imports", pc.imports);
 	pr_obj_close();
 	pr_done();
 	return 0;
@@ -509,8 +521,24 @@ static int print_event(const struct sp_event *ev, void *arg)
 		[SP_EVENT_BUF_FREED] = "buf-freed",
 		[SP_EVENT_LIMIT] = "limit",
 		[SP_EVENT_CONFIG] = "config",
+		[SP_EVENT_PEER] = "peer",
+	};
+	static const char *const peer_names[] = {
+		[SP_PEER_CLAIM] = "claim",
+		[SP_PEER_MAP] = "map",
+		[SP_PEER_INVALIDATE] = "invalidate",
+	};
+	static const char *const reason_names[] = {
+		[SP_INVAL_UNIMPORT] = "unimport",
+		[SP_INVAL_CLOSE] = "close",
+		[SP_INVAL_UNMAP] = "unmap",
+		[SP_INVAL_EXIT] = "exit",
+		[SP_INVAL_MOVE] = "move",
 	};
 	unsigned int lim = (unsigned int)ev->limit;
+	unsigned int pe = (unsigned int)ev->peer, why = (unsigned int)ev->reason;
+	const char *peer = pe < 4 && peer_names[pe] ? peer_names[pe] : "?";
+	const char *reason = why < 6 && reason_names[why] ? reason_names[why] : NULL;
 
 	(void)arg;
 	if (!json) {
@@ -530,6 +558,11 @@ static int print_event(const struct sp_event *ev, void *arg)
 			       " default_node %d require_huge %s\n", ev->pid,
 			       ev->config.max_buf_size, ev->config.max_pinned_bytes,
 			       ev->config.default_node, ev->config.require_huge ? "yes" : "no");
+			break;
+		case SP_EVENT_PEER:
+			printf("peer %s import %u pid %u size %" PRIu64 "%s%s\n", peer,
+			       ev->import_id, ev->pid, ev->size, reason ? " reason " : "",
+			       reason ? reason : "");
 			break;
 		}
 		fflush(stdout);
@@ -551,6 +584,13 @@ static int print_event(const struct sp_event *ev, void *arg)
 		pr_str("limit", "limit", lim < 5 && limit_names[lim] ? limit_names[lim] : "?");
 		pr_u64("pid", "pid", ev->pid);
 		pr_u64("size", "size", ev->size);
+	} else if (ev->type == SP_EVENT_PEER) {
+		pr_str("peer", "peer", peer);
+		pr_u64("import", "import", ev->import_id);
+		pr_u64("pid", "pid", ev->pid);
+		pr_u64("size", "size", ev->size);
+		if (reason)
+			pr_str("reason", "reason", reason);
 	} else {
 		pr_u64("pid", "pid", ev->pid);
 		pr_obj_open("config");
@@ -572,7 +612,7 @@ static int cmd_monitor(int argc, char **argv)
 	if (open_ctl(&ctl))
 		return 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	ret = sp_ctl_monitor(ctl, print_event, NULL);
+	ret = sp_ctl_monitor_ex(ctl, SP_MONITOR_PEER, print_event, NULL);
 	sp_ctl_close(ctl);
 	return ret < 0 ? fail("monitor") : 0;
 }

@@ -395,6 +395,30 @@ int sp_ctl_stats(struct sp_ctl *ctl, struct sp_counters *c)
 	return sp_transact(ctl, msg, &r, "stats", NULL);
 }
 
+static int parse_peer_stats(struct nlattr **tb, void *arg)
+{
+	struct sp_peer_counters *c = arg;
+
+	c->acquires = get_u64(tb[STRIXPEER_A_STATS_PEER_ACQUIRES]);
+	c->claims = get_u64(tb[STRIXPEER_A_STATS_PEER_CLAIMS]);
+	c->maps = get_u64(tb[STRIXPEER_A_STATS_PEER_MAPS]);
+	c->invalidations = get_u64(tb[STRIXPEER_A_STATS_PEER_INVALIDATIONS]);
+	c->registrations = get_u64(tb[STRIXPEER_A_STATS_PEER_REGISTRATIONS]);
+	c->imports = get_u64(tb[STRIXPEER_A_STATS_IMPORTS]);
+	return 0;
+}
+
+int sp_ctl_peer_stats(struct sp_ctl *ctl, struct sp_peer_counters *c)
+{
+	struct sp_req r = { .parse = parse_peer_stats, .maxattr = STRIXPEER_A_STATS_MAX, .arg = c };
+	struct nl_msg *msg = sp_msg(ctl, STRIXPEER_CMD_STATS_GET, 0);
+
+	if (!msg)
+		return sp_fail(ENOMEM, "out of memory");
+	memset(c, 0, sizeof(*c));
+	return sp_transact(ctl, msg, &r, "stats", NULL);
+}
+
 static void parse_config_attrs(struct nlattr **tb, struct sp_config *cfg)
 {
 	cfg->max_buf_size = get_u64(tb[STRIXPEER_A_CONFIG_MAX_BUF_SIZE]);
@@ -451,6 +475,7 @@ int sp_ctl_config_set(struct sp_ctl *ctl, const struct sp_config *cfg, unsigned 
 struct sp_monitor {
 	int (*cb)(const struct sp_event *ev, void *arg);
 	void *arg;
+	unsigned int flags;
 	int stop;
 };
 
@@ -492,6 +517,16 @@ static int sp_on_event(struct nl_msg *msg, void *arg)
 		parse_config_attrs(ct, &ev.config);
 		break;
 	}
+	case STRIXPEER_CMD_PEER_NTF:
+		/* callers built before STRIXPEER_1.2 do not know the type */
+		if (!(m->flags & SP_MONITOR_PEER))
+			return NL_SKIP;
+		ev.type = SP_EVENT_PEER;
+		ev.peer = (enum sp_peer_event)get_u32(tb[STRIXPEER_A_EVENT_PEER]);
+		ev.import_id = get_u32(tb[STRIXPEER_A_EVENT_IMPORT]);
+		ev.reason = (enum sp_inval_reason)get_u32(tb[STRIXPEER_A_EVENT_REASON]);
+		ev.size = get_u64(tb[STRIXPEER_A_EVENT_SIZE]);
+		break;
 	default:
 		return NL_SKIP;
 	}
@@ -502,8 +537,17 @@ static int sp_on_event(struct nl_msg *msg, void *arg)
 
 int sp_ctl_monitor(struct sp_ctl *ctl, int (*cb)(const struct sp_event *ev, void *arg), void *arg)
 {
-	struct sp_monitor m = { .cb = cb, .arg = arg };
+	return sp_ctl_monitor_ex(ctl, 0, cb, arg);
+}
+
+int sp_ctl_monitor_ex(struct sp_ctl *ctl, unsigned int flags,
+		      int (*cb)(const struct sp_event *ev, void *arg), void *arg)
+{
+	struct sp_monitor m = { .cb = cb, .arg = arg, .flags = flags };
 	int grp, ret;
+
+	if (flags & ~SP_MONITOR_PEER)
+		return sp_fail(EINVAL, "unknown monitor flags %#x", flags & ~SP_MONITOR_PEER);
 
 	grp = genl_ctrl_resolve_grp(ctl->sk, STRIXPEER_GENL_NAME, STRIXPEER_MCGRP_EVENTS);
 	if (grp < 0)

@@ -34,6 +34,14 @@ struct sp_dev {
 	int fd;
 	struct sp_version ver;
 	struct sp_buf *bufs;	/* list of live buffers, for sp_dev_close() */
+	struct sp_import *imports;	/* live imports, for sp_dev_close() */
+};
+
+struct sp_import {
+	struct sp_dev *dev;
+	struct sp_import *next;
+	uint32_t handle;
+	uint32_t id;
 };
 
 struct sp_buf {
@@ -140,6 +148,8 @@ void sp_dev_close(struct sp_dev *dev)
 {
 	if (!dev)
 		return;
+	while (dev->imports)
+		sp_import_free(dev->imports);
 	while (dev->bufs)
 		sp_buf_free(dev->bufs);
 	close(dev->fd);
@@ -314,6 +324,110 @@ int sp_buf_free(struct sp_buf *buf)
 			      strerror(err));
 	}
 	free(buf);
+	return ret;
+}
+
+int sp_import_dmabuf(struct sp_dev *dev, int dmabuf_fd, uint64_t offset,
+		     size_t length, void *addr, struct sp_import **impp)
+{
+	struct strixpeer_import ioc;
+	struct sp_import *imp;
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (dev->ver.abi_major == 1 && dev->ver.abi_minor < 1)
+		return sp_fail(EOPNOTSUPP, "the loaded strixpeer module (ABI %u.%u) cannot import dma-bufs: update it to ABI 1.1 or later",
+			       dev->ver.abi_major, dev->ver.abi_minor);
+	if (!length || (offset | length | (uintptr_t)addr) % (uint64_t)page)
+		return sp_fail(EINVAL, "import of %zu bytes at %p, dma-buf offset %" PRIu64 ": address, offset and length must be non-zero multiples of the page size (%ld)",
+			       length, addr, offset, page);
+	imp = calloc(1, sizeof(*imp));
+	if (!imp)
+		return sp_fail(ENOMEM, "out of memory");
+	memset(&ioc, 0, sizeof(ioc));
+	ioc.dmabuf_fd = dmabuf_fd;
+	ioc.offset = offset;
+	ioc.length = length;
+	ioc.va = (uintptr_t)addr;
+	if (ioctl(dev->fd, STRIXPEER_IOC_IMPORT, &ioc) < 0) {
+		int err = errno;
+
+		free(imp);
+		switch (err) {
+		case EBADF:
+			return sp_fail(err, "fd %d is not an open dma-buf", dmabuf_fd);
+		case ERANGE:
+			return sp_fail(err, "dma-buf fd %d has no bytes [%" PRIu64 ", %" PRIu64 "): it is smaller",
+				       dmabuf_fd, offset, offset + length);
+		case EEXIST:
+			return sp_fail(err, "[%p, +%zu) overlaps a range this process already imported",
+				       addr, length);
+		case EACCES:
+			return sp_fail(err, "this strixpeer device was opened by another process");
+		default:
+			return sp_fail(err, "import of dma-buf fd %d failed: %s",
+				       dmabuf_fd, strerror(err));
+		}
+	}
+	imp->dev = dev;
+	imp->handle = ioc.handle;
+	imp->id = ioc.id;
+	imp->next = dev->imports;
+	dev->imports = imp;
+	*impp = imp;
+	return 0;
+}
+
+uint32_t sp_import_id(const struct sp_import *imp)
+{
+	return imp->id;
+}
+
+int sp_import_query(const struct sp_import *imp, struct sp_import_info *info)
+{
+	struct strixpeer_import_info ii;
+
+	memset(&ii, 0, sizeof(ii));
+	ii.handle = imp->handle;
+	if (ioctl(imp->dev->fd, STRIXPEER_IOC_IMPORT_INFO, &ii) < 0) {
+		int err = errno;
+
+		return sp_fail(err, "querying import %u failed: %s", imp->id,
+			       strerror(err));
+	}
+	memset(info, 0, sizeof(*info));
+	info->id = ii.id;
+	info->addr = (void *)(uintptr_t)ii.va;
+	info->length = ii.length;
+	info->offset = ii.offset;
+	info->dmabuf_size = ii.dmabuf_size;
+	info->unmapped = ii.state == STRIXPEER_IMPORT_UNMAPPED;
+	info->registrations = ii.registrations;
+	return 0;
+}
+
+int sp_import_free(struct sp_import *imp)
+{
+	struct strixpeer_unimport u;
+	struct sp_import **pp;
+	int ret = 0;
+
+	if (!imp)
+		return 0;
+	for (pp = &imp->dev->imports; *pp; pp = &(*pp)->next) {
+		if (*pp == imp) {
+			*pp = imp->next;
+			break;
+		}
+	}
+	memset(&u, 0, sizeof(u));
+	u.handle = imp->handle;
+	if (ioctl(imp->dev->fd, STRIXPEER_IOC_UNIMPORT, &u) < 0) {
+		int err = errno;
+
+		ret = sp_fail(err, "ending import %u failed: %s", imp->id,
+			      strerror(err));
+	}
+	free(imp);
 	return ret;
 }
 
