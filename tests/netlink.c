@@ -141,7 +141,11 @@ static void info_reports_module(void)
 	CHECK(info.features & SP_FEAT_BUFFERS, "features");
 	CHECK(info.page_sizes & (1ULL << 21), "2 MiB pages");
 	CHECK(info.nr_nodes >= 1, "no NUMA node reported");
-	CHECK(info.peerdirect_reason[0], "PeerDirect unavailable without a reason");
+	if (info.features & SP_FEAT_PEERDIRECT)
+		CHECK(!info.peerdirect_reason[0], "PeerDirect active, yet a reason: %s",
+		      info.peerdirect_reason);
+	else
+		CHECK(info.peerdirect_reason[0], "PeerDirect unavailable without a reason");
 	for (unsigned int i = 0; i < info.nr_nodes; i++)
 		tap_diag("node %d: %llu MiB free, %llu free 2 MiB blocks", info.nodes[i].id,
 			 (unsigned long long)(info.nodes[i].free_bytes >> 20),

@@ -61,6 +61,7 @@ fi
 checkpatch=../shared/tools/checkpatch/checkpatch.pl
 if [ -f "$checkpatch" ]; then
 	if perl "$checkpatch" --no-tree --terse -q -f kmod/*.c kmod/*.h include/uapi/strixpeer.h \
+		tests/kmod/*.c tests/kmod/*.h \
 		> "$out/checkpatch.log" 2>&1; then
 		record ok "host/checkpatch_clean"
 	else
@@ -95,11 +96,13 @@ for k in "${kernels[@]}"; do
 	fi
 	echo "== kernel $name ($kver)"
 	bdir=$repo/build/kmod/$kver
-	if tests/vm/build-module.sh "$kver" W=1 && ! grep -q 'warning:' "$bdir/build.log"; then
+	# strixpeer without and with the peer-memory API, and sp_peersim
+	logs=("$bdir/build.log" "$bdir/peersim/build.log" "$bdir/pd/build.log")
+	if tests/vm/build-module.sh "$kver" W=1 && ! grep -q 'warning:' "${logs[@]}"; then
 		record ok "$name/build_module_W=1_no_warnings"
 	else
-		record fail "$name/build_module_W=1_no_warnings" "see $bdir/build.log"
-		grep -E 'warning:|error:' "$bdir/build.log" | head -n 20
+		record fail "$name/build_module_W=1_no_warnings" "see ${logs[*]}"
+		grep -hE 'warning:|error:' "${logs[@]}" 2> /dev/null | head -n 20
 		continue
 	fi
 

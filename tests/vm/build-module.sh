@@ -1,10 +1,17 @@
 #!/bin/bash
-# Builds strixpeer.ko for one of the VM kernels, in build/kmod/<kver>/ (a
-# copy of the module sources, so several kernels never share objects).
+# Builds the modules the VM suite loads for one of the VM kernels, each in
+# its own copy of the sources so that builds never share objects:
+#
+#   build/kmod/<kver>/strixpeer.ko          as a Debian node builds it: no
+#                                           peer-memory API in the kernel
+#   build/kmod/<kver>/peersim/sp_peersim.ko the simulated PeerDirect core
+#                                           (tests/vm/build-peersim.sh)
+#   build/kmod/<kver>/pd/strixpeer.ko       linked against sp_peersim's
+#                                           Module.symvers, as against OFED's
 #
 #   build-module.sh <kver> [make args...]     e.g. W=1
 #
-# The build log is build/kmod/<kver>/build.log; exits non-zero on failure.
+# Build logs: build.log in each directory; exits non-zero on any failure.
 set -eu
 cd "$(dirname "$0")/../.."
 kver=$1
@@ -13,5 +20,15 @@ kdir=$(tests/vm/kernels.sh kdir "$kver")
 bdir=$PWD/build/kmod/$kver
 rm -rf "$bdir"
 mkdir -p "$bdir"
-cp -r Kbuild VERSION kmod include "$bdir/"
-make -C "$kdir" M="$bdir" "$@" modules > "$bdir/build.log" 2>&1
+
+build_strixpeer() {	# build_strixpeer <dir> [make args...]
+	local dir=$1
+	shift
+	mkdir -p "$dir"
+	cp -r Kbuild VERSION kmod include "$dir/"
+	make -C "$kdir" M="$dir" "$@" modules > "$dir/build.log" 2>&1
+}
+
+build_strixpeer "$bdir" "$@"
+tests/vm/build-peersim.sh "$kver" "$@"
+build_strixpeer "$bdir/pd" "$@" SP_PEER_SYMVERS="$bdir/peersim/Module.symvers"

@@ -9,7 +9,7 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 	echo "guest: Linux $(uname -r), $(nproc) CPUs, $(ls -d /sys/devices/system/node/node* | wc -l) NUMA nodes"
 	tests/vm/rxe-setup.sh > "$out/rxe-setup.log" 2>&1 || { echo "Soft-RoCE setup failed:"; cat "$out/rxe-setup.log"; exit 1; }
 	echo "guest: Soft-RoCE devices: $(rdma link show | awk '{print $2, "on", $NF}' | tr '\n' ' ')"
-	insmod "$ko" || exit 1
+	modprobe drm && insmod "$ko" || exit 1
 	echo "guest: strixpeer loaded ($(build/strixpeerctl version | awk '/^module/ {print $2}'))"
 	echo
 	build/tests/rdma_demo

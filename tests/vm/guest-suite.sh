@@ -1,12 +1,17 @@
 #!/bin/bash
 # Runs inside the test VM (tests/vm/run-vm.sh), as root, cwd = repo root.
 #
-#   guest-suite.sh <strixpeer.ko> [test ...]
+#   guest-suite.sh <build/kmod/KVER/strixpeer.ko> [test ...]
 #
-# Sets up two Soft-RoCE "nodes" on a veth pair, loads the module, runs each
-# TAP test program from build/tests/ (all by default; asan-<t> runs the
-# sanitizer build of <t>, cli the CLI checks) into $SP_OUT/<t>.tap,
-# then checks the guest itself (module unload, kmemleak) into
+# Sets up two Soft-RoCE "nodes" on a veth pair and loads vgem. When the
+# PeerDirect tests are asked for ("peer", in the default list), first runs
+# them against the module built without the peer-memory API (peer-noapi),
+# then loads the simulated PeerDirect core (peersim/sp_peersim.ko, modern
+# semantics) and the module linked against it (pd/strixpeer.ko) for every
+# program, and at the end repeats the PeerDirect tests with the core's
+# legacy semantics (peer-legacy). Each TAP program from build/tests/
+# (asan-<t>: the sanitizer build of <t>; cli: the CLI checks) writes
+# $SP_OUT/<t>.tap; the guest's own checks (loads, unloads, kmemleak) go to
 # $SP_OUT/guest.tap. Exit status: 0 when every program passed.
 set -u
 
@@ -14,7 +19,7 @@ ko=$1
 shift
 tests=("$@")
 explicit=${tests[*]}
-[ ${#tests[@]} -gt 0 ] || tests=(abi lifetime limits backing netlink rdma_rxe cli asan-abi asan-lifetime asan-limits asan-netlink)
+[ ${#tests[@]} -gt 0 ] || tests=(abi lifetime limits backing netlink rdma_rxe peer peersim_selftest cli asan-abi asan-lifetime asan-limits asan-netlink)
 out=${SP_OUT:?SP_OUT not set}
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 
@@ -29,10 +34,72 @@ else
 	gcase "not ok" "soft_roce_two_nodes"
 fi
 
-if insmod "$ko" 2> "$out/insmod.log"; then
+kdir=$(dirname "$ko")
+sim=$kdir/peersim/sp_peersim.ko
+pdko=$kdir/pd/strixpeer.ko
+with_peer=
+[[ " ${tests[*]} " == *" peer "* ]] && with_peer=1
+
+# strixpeer needs drm (zero-change mode); vgem is the GEM exporter.
+if modprobe -a drm vgem 2> "$out/modprobe.log"; then
+	gcase ok "drm_and_vgem_load"
+else
+	gcase "not ok" "drm_and_vgem_load"
+fi
+
+run_tap() {	# run_tap <name> <command...>: one TAP program, timed
+	local name=$1 start r
+	shift
+	start=$(date +%s)
+	timeout 1500 "$@" > "$out/$name.tap" 2>&1
+	r=$?
+	echo "$name: exit $r, $(( $(date +%s) - start )) s" | tee -a "$out/timing.txt"
+	case $r in 0|4) return 0 ;; *) return 1 ;; esac
+}
+
+rc=0
+# Without the peer-memory API: loads, says why, imports work.
+if [ -n "$with_peer" ]; then
+	if insmod "$ko" 2> "$out/insmod-noapi.log"; then
+		gcase ok "module_without_peer_api_loads"
+		udevadm settle 2>/dev/null || sleep 1
+		if dmesg | grep -q 'strixpeer: PeerDirect unavailable: built without'; then
+			gcase ok "module_without_peer_api_says_why_in_dmesg"
+		else
+			gcase "not ok" "module_without_peer_api_says_why_in_dmesg"
+			rc=1
+		fi
+		run_tap peer-noapi build/tests/peer noapi || rc=1
+		rmmod strixpeer || rc=1
+	else
+		gcase "not ok" "module_without_peer_api_loads"
+		rc=1
+	fi
+fi
+
+# The simulated PeerDirect core, then strixpeer linked against it. A
+# 64 KiB max segment size makes the client's segment splitting visible.
+load_pd() {	# load_pd <modern|legacy>
+	insmod "$sim" semantics="$1" max_seg_size=65536 2> "$out/insmod-sim-$1.log" &&
+		insmod "$pdko" 2> "$out/insmod-$1.log"
+}
+if load_pd modern; then
 	gcase ok "module_loads"
 else
 	gcase "not ok" "module_loads"
+fi
+# The client can be turned off, and says so.
+if [ -n "$with_peer" ]; then
+	rmmod strixpeer
+	if insmod "$pdko" peerdirect=0 &&
+		build/strixpeerctl status | grep -q 'reason .*disabled by the module parameter peerdirect=0' &&
+		[ ! -e /sys/kernel/mm/memory_peers/strixpeer ] &&
+		rmmod strixpeer && insmod "$pdko"; then
+		gcase ok "peerdirect_0_leaves_the_client_unregistered"
+	else
+		gcase "not ok" "peerdirect_0_leaves_the_client_unregistered"
+		rc=1
+	fi
 fi
 udevadm settle 2>/dev/null || sleep 1
 
@@ -47,31 +114,41 @@ if [ -e /sys/kernel/debug/kmemleak ]; then
 	[ -n "${SP_RDMA_MAX:-}" ] || export SP_RDMA_MAX=$((4 * 1024 * 1024 + 1))
 fi
 
-rc=0
 for t in "${tests[@]}"; do
 	if [ -n "$debug_kernel" ] && [ -z "$explicit" ] && { [ "$t" = cli ] || [ "${t#asan-}" != "$t" ]; }; then
 		gcase ok "$t" "# SKIP user-space check: runs on the non-debug kernels"
 		continue
 	fi
-	start=$(date +%s)
 	case $t in
-	cli) tests/cli-guest.sh > "$out/$t.tap" 2>&1 ;;
+	cli) run_tap cli tests/cli-guest.sh || rc=1 ;;
 	asan-*)	# the same program built with ASan+UBSan (make user)
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-			timeout 1500 "build/asan/${t#asan-}" > "$out/$t.tap" 2>&1 ;;
-	*) timeout 1500 "build/tests/$t" > "$out/$t.tap" 2>&1 ;;
+			run_tap "$t" "build/asan/${t#asan-}" || rc=1 ;;
+	peer) run_tap peer-modern build/tests/peer || rc=1 ;;
+	*) run_tap "$t" "build/tests/$t" || rc=1 ;;
 	esac
-	r=$?
-	echo "$t: exit $r, $(( $(date +%s) - start )) s" | tee -a "$out/timing.txt"
-	case $r in 0|4) ;; *) rc=1 ;; esac
 done
 
-# Everything was released: the module unloads, and kmemleak finds nothing.
-if rmmod strixpeer 2> "$out/rmmod.log"; then
-	gcase ok "module_unloads_after_suite"
-else
-	gcase "not ok" "module_unloads_after_suite"
-	rc=1
+# Everything was released: the modules unload (strixpeer holds a module
+# reference per PeerDirect registration), and kmemleak finds nothing.
+unload_pd() {	# unload_pd <case name>
+	if rmmod strixpeer 2> "$out/rmmod.log" && rmmod sp_peersim 2>> "$out/rmmod.log"; then
+		gcase ok "$1"
+	else
+		gcase "not ok" "$1"
+		rc=1
+	fi
+}
+unload_pd "module_unloads_after_suite"
+if [ -n "$with_peer" ]; then
+	if load_pd legacy; then
+		gcase ok "module_loads_with_legacy_core"
+		run_tap peer-legacy build/tests/peer || rc=1
+		unload_pd "module_unloads_after_legacy_core"
+	else
+		gcase "not ok" "module_loads_with_legacy_core"
+		rc=1
+	fi
 fi
 if [ -w /sys/kernel/debug/kmemleak ]; then
 	echo scan > /sys/kernel/debug/kmemleak

@@ -1,0 +1,820 @@
+// SPDX-License-Identifier: MIT
+/*
+ * PeerDirect tests: imports of real dma-bufs (vgem, udmabuf, the system
+ * dma-heap), registered through the simulated PeerDirect core + HCA
+ * (tests/kmod/peersim.c, /dev/sp_peersim), which asks strixpeer's client
+ * exactly as ib_core would: only after pinning failed.
+ *
+ *   peer          strixpeer built against the simulated core's symbols and
+ *                 loaded after sp_peersim (semantics: whatever sp_peersim
+ *                 was loaded with; the diag line says which)
+ *   peer noapi    strixpeer built without the peer-memory API
+ */
+#include "dmabuf_util.h"
+#include "kmod/peersim_uapi.h"
+
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#define SIM_PARAM(n)	PEERSIM_SYSFS_PARAMS "/" n
+
+static int sim_open(void)
+{
+	int fd = open(PEERSIM_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0 && errno == ENOENT)
+		SKIP("%s not present: sp_peersim not loaded", PEERSIM_DEVICE_PATH);
+	CHECK(fd >= 0, "open %s: %s", PEERSIM_DEVICE_PATH, strerror(errno));
+	return fd;
+}
+
+static struct peersim_info sim_info(int sim)
+{
+	struct peersim_info i;
+
+	memset(&i, 0, sizeof(i));
+	CHECK_OK(ioctl(sim, PEERSIM_IOC_INFO, &i));
+	return i;
+}
+
+/* REG_MR; returns 0 or -errno, fills *r. */
+static int sim_reg(int sim, const void *addr, uint64_t len, struct peersim_reg_mr *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->addr = (uintptr_t)addr;
+	r->length = len;
+	r->access = PEERSIM_ACCESS_WRITE;
+	return ioctl(sim, PEERSIM_IOC_REG_MR, r) ? -errno : 0;
+}
+
+static struct peersim_mr_info sim_mr(int sim, uint32_t handle)
+{
+	struct peersim_mr_info m;
+
+	memset(&m, 0, sizeof(m));
+	m.handle = handle;
+	CHECK_OK(ioctl(sim, PEERSIM_IOC_MR_INFO, &m));
+	return m;
+}
+
+static int sim_dma(int sim, unsigned long cmd, uint32_t handle, uint64_t off,
+		   void *buf, uint64_t len)
+{
+	struct peersim_dma d = { .handle = handle, .offset = off, .length = len,
+				 .buf = (uintptr_t)buf };
+
+	return ioctl(sim, cmd, &d) ? -errno : 0;
+}
+
+static void sim_dereg(int sim, uint32_t handle)
+{
+	struct peersim_mr_handle h = { .handle = handle };
+
+	CHECK_OK(ioctl(sim, PEERSIM_IOC_DEREG_MR, &h));
+}
+
+/* The strixpeer client as the simulated core sees it. */
+static struct peersim_client sim_client(int sim)
+{
+	struct peersim_client c[8];
+	struct peersim_clients cs = { .count = 8, .clients = (uintptr_t)c };
+
+	memset(c, 0, sizeof(c));
+	CHECK_OK(ioctl(sim, PEERSIM_IOC_CLIENTS, &cs));
+	for (uint32_t i = 0; i < cs.count && i < 8; i++)
+		if (!strcmp(c[i].name, "strixpeer"))
+			return c[i];
+	CHECK(0, "no client named strixpeer among %u", cs.count);
+	return c[0];
+}
+
+static void write_param(const char *path, const char *val)
+{
+	FILE *f = fopen(path, "we");
+
+	CHECK(f && fputs(val, f) >= 0 && fclose(f) == 0, "write %s: %s", path, strerror(errno));
+}
+
+static struct sp_peer_counters peer_stats(void)
+{
+	struct sp_peer_counters c;
+	struct sp_ctl *ctl;
+
+	CHECK(sp_ctl_open(&ctl) == 0, "sp_ctl_open: %s", sp_errmsg());
+	CHECK(sp_ctl_peer_stats(ctl, &c) == 0, "peer stats: %s", sp_errmsg());
+	sp_ctl_close(ctl);
+	return c;
+}
+
+static int sp_import_raw(int fd, int dmabuf, uint64_t off, uint64_t len, const void *va,
+			 struct strixpeer_import *out)
+{
+	struct strixpeer_import im = { .dmabuf_fd = dmabuf, .offset = off, .length = len,
+				       .va = (uintptr_t)va };
+	int ret = ioctl(fd, STRIXPEER_IOC_IMPORT, &im);
+
+	if (out)
+		*out = im;
+	return ret;
+}
+
+static int sp_unimport_raw(int fd, uint32_t handle)
+{
+	struct strixpeer_unimport u = { .handle = handle };
+
+	return ioctl(fd, STRIXPEER_IOC_UNIMPORT, &u);
+}
+
+/* Nothing registered, nothing imported, all counters of live objects 0. */
+static void check_all_released(void)
+{
+	struct sp_peer_counters c = { 0 };
+
+	for (int i = 0; i < 50; i++) {	/* unmap/exit end imports from a worker */
+		c = peer_stats();
+		if (!c.imports && !c.registrations)
+			break;
+		usleep(100000);
+	}
+	CHECK(c.imports == 0 && c.registrations == 0, "%llu imports, %llu registrations left",
+	      (unsigned long long)c.imports, (unsigned long long)c.registrations);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- with the client ---------------------------------------------------- */
+
+static void client_registered(void)
+{
+	int sim = sim_open(), fd = sp_test_open();
+	struct strixpeer_version v = { 0 };
+	struct peersim_client c = sim_client(sim);
+	struct sp_info info;
+	struct sp_ctl *ctl;
+	char buf[64] = "";
+	FILE *f;
+
+	CHECK(c.flags & PEERSIM_CLIENT_INVAL_CB, "client did not ask for the invalidate callback");
+	CHECK(c.flags & PEERSIM_CLIENT_EX, "client not in the extended form");
+	CHECK(c.flags & PEERSIM_CLIENT_INVALIDATE_UNMAPS, "no PEER_MEM_INVALIDATE_UNMAPS");
+	f = fopen(PEERSIM_SYSFS_PEERS "/strixpeer/version", "re");
+	CHECK(f && fgets(buf, sizeof(buf), f), "memory_peers/strixpeer/version");
+	fclose(f);
+	CHECK(buf[0] >= '0' && buf[0] <= '9', "version \"%s\"", buf);
+	CHECK_OK(ioctl(fd, STRIXPEER_IOC_VERSION, &v));
+	CHECK(v.features & STRIXPEER_FEAT_PEERDIRECT, "features %#llx", (unsigned long long)v.features);
+	CHECK(v.features & STRIXPEER_FEAT_DMABUF_IMPORT, "no import feature");
+	CHECK(sp_ctl_open(&ctl) == 0, "sp_ctl_open: %s", sp_errmsg());
+	CHECK(sp_ctl_info(ctl, &info) == 0, "info: %s", sp_errmsg());
+	CHECK(info.features & SP_FEAT_PEERDIRECT, "netlink features");
+	CHECK(info.peerdirect_reason[0] == '\0', "reason \"%s\"", info.peerdirect_reason);
+	sp_ctl_close(ctl);
+	tap_diag("semantics %s, max_seg_size %llu",
+		 sim_info(sim).semantics == PEERSIM_SEM_LEGACY ? "legacy" : "modern",
+		 (unsigned long long)sim_info(sim).max_seg_size);
+}
+
+static void import_errors(void)
+{
+	int fd = sp_test_open();
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	struct strixpeer_import im, im2;
+	struct strixpeer_import_info ii = { 0 };
+	struct sp_xbuf x;
+	pid_t pid;
+	int st;
+
+	sp_xbuf_new(SP_EXP_VGEM, 1 * MiB, 0, &x);
+	CHECK_ERR(sp_import_raw(fd, 12345, 0, 4096, x.map, NULL), EBADF);
+	CHECK_ERR(sp_import_raw(fd, null, 0, 4096, x.map, NULL), EBADF);
+	CHECK_ERR(sp_import_raw(fd, x.fd, 0, 0, x.map, NULL), EINVAL);
+	CHECK_ERR(sp_import_raw(fd, x.fd, 100, 4096, x.map, NULL), EINVAL);
+	CHECK_ERR(sp_import_raw(fd, x.fd, 0, 4000, x.map, NULL), EINVAL);
+	CHECK_ERR(sp_import_raw(fd, x.fd, 0, 4096, x.map + 8, NULL), EINVAL);
+	CHECK_ERR(sp_import_raw(fd, x.fd, 0, 2 * MiB, x.map, NULL), ERANGE);
+	CHECK_ERR(sp_import_raw(fd, x.fd, 1 * MiB, 4096, x.map, NULL), ERANGE);
+	CHECK_ERR(sp_import_raw(fd, x.fd, 0, 4096, (void *)(~0UL << 12), NULL), EINVAL);
+	im = (struct strixpeer_import){ .dmabuf_fd = x.fd, .flags = 1, .length = 4096,
+					.va = (uintptr_t)x.map };
+	CHECK_ERR(ioctl(fd, STRIXPEER_IOC_IMPORT, &im), EINVAL);
+
+	CHECK_OK(sp_import_raw(fd, x.fd, 0, 512 * 1024, x.map, &im));
+	CHECK(im.handle > 0, "handle %u", im.handle);
+	/* overlapping, even partly or through another fd of this process */
+	CHECK_ERR(sp_import_raw(fd, x.fd, 0, 4096, x.map + 4096, NULL), EEXIST);
+	CHECK_ERR(sp_import_raw(fd, x.fd, 0, 1 * MiB, x.map, NULL), EEXIST);
+	{
+		int fd2 = sp_test_open();
+
+		CHECK_ERR(sp_import_raw(fd2, x.fd, 0, 4096, x.map + 256 * 1024, NULL), EEXIST);
+		close(fd2);
+	}
+	/* adjacent is fine */
+	CHECK_OK(sp_import_raw(fd, x.fd, 512 * 1024, 512 * 1024, x.map + 512 * 1024, &im2));
+
+	ii.handle = im.handle;
+	CHECK_OK(ioctl(fd, STRIXPEER_IOC_IMPORT_INFO, &ii));
+	CHECK(ii.va == (uintptr_t)x.map && ii.length == 512 * 1024 && ii.offset == 0 &&
+	      ii.dmabuf_size == 1 * MiB && ii.id == im.id &&
+	      ii.state == STRIXPEER_IMPORT_ACTIVE && ii.registrations == 0, "import info");
+	ii.reserved = 1;
+	CHECK_ERR(ioctl(fd, STRIXPEER_IOC_IMPORT_INFO, &ii), EINVAL);
+
+	/* a fork child may not use the parent's fd */
+	pid = fork();
+	if (pid == 0) {
+		struct strixpeer_unimport u = { .handle = im.handle };
+
+		_exit(ioctl(fd, STRIXPEER_IOC_UNIMPORT, &u) == -1 && errno == EACCES ? 0 : 1);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "child's UNIMPORT on the parent's fd was not refused with EACCES");
+
+	/* the fd may go: strixpeer holds its own reference on the dma-buf */
+	close(x.fd);
+	x.fd = -1;
+	CHECK_OK(sp_unimport_raw(fd, im.handle));
+	CHECK_ERR(sp_unimport_raw(fd, im.handle), ENOENT);
+	CHECK_ERR(sp_unimport_raw(fd, 999), ENOENT);
+	{
+		struct strixpeer_unimport u = { .handle = im2.handle, .flags = 2 };
+
+		CHECK_ERR(ioctl(fd, STRIXPEER_IOC_UNIMPORT, &u), EINVAL);
+	}
+	close(fd);	/* ends im2 */
+	close(null);
+	sp_xbuf_free(&x);
+	check_all_released();
+}
+
+/* Ordinary pages never reach a peer client: GUP takes them first. */
+static void gup_first(void)
+{
+	int sim = sim_open(), fd = sp_test_open();
+	struct strixpeer_buf_alloc a;
+	struct peersim_client before = sim_client(sim), after;
+	struct peersim_reg_mr r;
+	uint8_t *heap = aligned_alloc(4096, 1 * MiB), *spb;
+
+	CHECK(heap, "malloc");
+	memset(heap, 0, 1 * MiB);
+	CHECK_OK(sim_reg(sim, heap, 1 * MiB, &r));
+	CHECK(r.path == PEERSIM_PATH_GUP, "malloc memory took path %u", r.path);
+	sim_dereg(sim, r.handle);
+
+	CHECK_OK(sp_raw_alloc(fd, 2 * MiB, STRIXPEER_NODE_DEFAULT, 0, &a));
+	spb = sp_raw_map(fd, &a);
+	CHECK_OK(sim_reg(sim, spb, 2 * MiB, &r));
+	CHECK(r.path == PEERSIM_PATH_GUP, "strixpeer buffer took path %u", r.path);
+	sim_dereg(sim, r.handle);
+
+	after = sim_client(sim);
+	CHECK(after.acquire_calls == before.acquire_calls,
+	      "strixpeer's acquire was asked %llu times",
+	      (unsigned long long)(after.acquire_calls - before.acquire_calls));
+	munmap(spb, a.size);
+	free(heap);
+	close(fd);
+	close(sim);
+}
+
+/* DMA through the simulated HCA vs the exporter's CPU mapping. */
+static void data_roundtrip(enum sp_exporter kind, size_t len, size_t skew)
+{
+	int sim = sim_open(), fd = sp_test_open();
+	struct strixpeer_import im;
+	struct peersim_reg_mr r;
+	struct peersim_mr_info m;
+	size_t rlen = len - skew - (skew ? 333 : 0);
+	uint8_t *tmp = malloc(rlen);
+	struct sp_xbuf x;
+
+	CHECK(tmp, "malloc");
+	sp_xbuf_new(kind, len, 0, &x);
+	memset(x.map, 0, len);
+	CHECK_OK(sp_import_raw(fd, x.fd, 0, len, x.map, &im));
+	CHECK_OK(sim_reg(sim, x.map + skew, rlen, &r));
+	CHECK(r.path == PEERSIM_PATH_PEER && !strcmp(r.client, "strixpeer"),
+	      "%s: path %u client \"%s\"", sp_exporter_name[kind], r.path, r.client);
+	m = sim_mr(sim, r.handle);
+	CHECK(m.state == PEERSIM_MR_ACTIVE && m.page_size == 4096, "mr state %u page %llu",
+	      m.state, (unsigned long long)m.page_size);
+
+	/* NIC writes, CPU reads through the exporter's mapping */
+	sp_fill(tmp, rlen, 0, 21);
+	CHECK_OK(sim_dma(sim, PEERSIM_IOC_DMA_WRITE, r.handle, 0, tmp, rlen));
+	CHECK(sp_verify(x.map + skew, rlen, 0, 21) < 0, "%s: DMA write not seen by the CPU at %lld",
+	      sp_exporter_name[kind], (long long)sp_verify(x.map + skew, rlen, 0, 21));
+	if (skew)
+		CHECK(x.map[skew - 1] == 0 && x.map[skew + rlen] == 0, "DMA wrote outside the MR");
+	/* CPU writes, NIC reads */
+	sp_fill(x.map + skew, rlen, 0, 22);
+	memset(tmp, 0, rlen);
+	CHECK_OK(sim_dma(sim, PEERSIM_IOC_DMA_READ, r.handle, 0, tmp, rlen));
+	CHECK(sp_verify(tmp, rlen, 0, 22) < 0, "%s: DMA read differs", sp_exporter_name[kind]);
+
+	sim_dereg(sim, r.handle);
+	CHECK_OK(sp_unimport_raw(fd, im.handle));
+	sp_xbuf_free(&x);
+	free(tmp);
+	close(fd);
+	close(sim);
+	check_all_released();
+}
+
+static void data_vgem_4k(void) { data_roundtrip(SP_EXP_VGEM, 16384, 0); }
+static void data_vgem_1m_unaligned(void) { data_roundtrip(SP_EXP_VGEM, 1 * MiB, 123); }
+static void data_vgem_64m(void) { data_roundtrip(SP_EXP_VGEM, 64 * MiB, 4096 + 7); }
+static void data_udmabuf_4k(void) { data_roundtrip(SP_EXP_UDMABUF, 4096, 0); }
+static void data_udmabuf_64m_unaligned(void) { data_roundtrip(SP_EXP_UDMABUF, 64 * MiB, 99); }
+static void data_heap_4k(void) { data_roundtrip(SP_EXP_HEAP, 4096, 0); }
+static void data_heap_64m_unaligned(void) { data_roundtrip(SP_EXP_HEAP, 64 * MiB, 4095); }
+
+/*
+ * The sg table the client hands the core for a 64 MiB import: whole pages,
+ * no segment above the device's max segment size, contiguous runs merged.
+ */
+static void segments_64m(void)
+{
+	int sim = sim_open(), fd = sp_test_open();
+	struct peersim_info si = sim_info(sim);
+	struct peersim_reg_mr r;
+	struct peersim_seg *segs;
+	struct peersim_mr_segs ms;
+	uint64_t total = 0, maxlen = 0;
+	unsigned int merged_ok = 1;
+	struct sp_xbuf x;
+
+	sp_xbuf_new(SP_EXP_VGEM, 64 * MiB, 0, &x);
+	CHECK_OK(sp_import_raw(fd, x.fd, 0, 64 * MiB, x.map, NULL));
+	CHECK_OK(sim_reg(sim, x.map, 64 * MiB, &r));
+	CHECK(r.path == PEERSIM_PATH_PEER, "path %u", r.path);
+	segs = calloc(r.nents, sizeof(*segs));
+	ms = (struct peersim_mr_segs){ .handle = r.handle, .count = r.nents,
+				       .segs = (uintptr_t)segs };
+	CHECK_OK(ioctl(sim, PEERSIM_IOC_MR_SEGS, &ms));
+	CHECK(ms.count == r.nents, "%u segments, REG_MR said %u", ms.count, r.nents);
+	for (uint32_t i = 0; i < ms.count; i++) {
+		CHECK(segs[i].dma_addr % 4096 == 0 && segs[i].len % 4096 == 0,
+		      "segment %u not page granular", i);
+		CHECK(segs[i].len <= si.max_seg_size, "segment %u: %llu bytes > max %llu", i,
+		      (unsigned long long)segs[i].len, (unsigned long long)si.max_seg_size);
+		if (i && segs[i - 1].dma_addr + segs[i - 1].len == segs[i].dma_addr &&
+		    segs[i - 1].len + 4096 <= si.max_seg_size)
+			merged_ok = 0;
+		total += segs[i].len;
+		if (segs[i].len > maxlen)
+			maxlen = segs[i].len;
+	}
+	CHECK(merged_ok, "contiguous pages left in separate segments");
+	CHECK(total == 64 * MiB, "segments cover %llu bytes", (unsigned long long)total);
+	tap_diag("64 MiB vgem import: %u DMA segments (largest %llu KiB, max_seg_size %llu KiB)",
+		 ms.count, (unsigned long long)(maxlen / 1024),
+		 (unsigned long long)(si.max_seg_size / 1024));
+	sim_dereg(sim, r.handle);
+	free(segs);
+	close(fd);
+	sp_xbuf_free(&x);
+	close(sim);
+	check_all_released();
+}
+
+/* What is not ours is declined; the core then fails as it would have. */
+static void declines(void)
+{
+	int sim = sim_open(), fd = sp_test_open();
+	struct peersim_client before = sim_client(sim), after;
+	struct peersim_reg_mr r;
+	struct sp_xbuf heap, vg;
+	int ret;
+
+	/* a PFN mapping nobody imported, not a GEM mapping */
+	sp_xbuf_new(SP_EXP_VGEM, 1 * MiB, 1, &vg);
+	if (access("/dev/dma_heap/system", F_OK) == 0) {
+		sp_xbuf_new(SP_EXP_HEAP, 1 * MiB, 0, &heap);
+		ret = sim_reg(sim, heap.map, 1 * MiB, &r);
+		CHECK(ret == -EFAULT, "unimported dma-heap mapping: %d, path %u", ret, r.path);
+		sp_xbuf_free(&heap);
+	} else {
+		tap_diag("no dma-heap on this kernel: unknown-range decline checked with vgem only");
+	}
+	/* a range that crosses an import's end, even inside a GEM mapping */
+	CHECK_OK(sp_import_raw(fd, vg.fd, 0, 512 * 1024, vg.map, NULL));
+	ret = sim_reg(sim, vg.map + 256 * 1024, 512 * 1024, &r);
+	CHECK(ret == -EFAULT, "range crossing the import's end: %d, path %u", ret, r.path);
+	/* inside it: claimed */
+	CHECK_OK(sim_reg(sim, vg.map + 4096, 8192, &r));
+	CHECK(r.path == PEERSIM_PATH_PEER, "inside the import: path %u", r.path);
+	sim_dereg(sim, r.handle);
+	after = sim_client(sim);
+	CHECK(after.acquire_calls > before.acquire_calls, "client never asked");
+	close(fd);
+	sp_xbuf_free(&vg);
+	close(sim);
+	check_all_released();
+}
+
+/* My import is mine: another process's registration of the same VA is not. */
+static void other_process(void)
+{
+	int fd = sp_test_open();
+	struct sp_xbuf x;
+	pid_t pid;
+	int st;
+
+	if (access("/dev/dma_heap/system", F_OK) != 0)
+		SKIP("needs a non-GEM exporter (the system dma-heap): not on this kernel");
+	sp_xbuf_new(SP_EXP_HEAP, 1 * MiB, 0, &x);
+	CHECK_OK(sp_import_raw(fd, x.fd, 0, 1 * MiB, x.map, NULL));
+	pid = fork();
+	if (pid == 0) {
+		/* the child inherited the mapping but not the import */
+		int sim = open(PEERSIM_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+		struct peersim_reg_mr r;
+
+		_exit(sim >= 0 && sim_reg(sim, x.map, 1 * MiB, &r) == -EFAULT ? 0 : 1);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "a child registered the parent's import");
+	close(fd);
+	sp_xbuf_free(&x);
+	check_all_released();
+}
+
+/* Zero-change mode: a GEM mapping through the card, no import call. */
+static void zero_change_vgem(void)
+{
+	int sim = sim_open();
+	uint8_t *tmp = malloc(256 * 1024);
+	struct peersim_reg_mr r;
+	struct sp_xbuf x;
+
+	sp_xbuf_new(SP_EXP_VGEM, 1 * MiB, 1, &x);
+	memset(x.map, 0, 1 * MiB);
+	CHECK_OK(sim_reg(sim, x.map + 64 * 1024 + 5, 256 * 1024, &r));
+	CHECK(r.path == PEERSIM_PATH_PEER && !strcmp(r.client, "strixpeer"),
+	      "GEM mapping: path %u client \"%s\"", r.path, r.client);
+	sp_fill(tmp, 256 * 1024, 0, 31);
+	CHECK_OK(sim_dma(sim, PEERSIM_IOC_DMA_WRITE, r.handle, 0, tmp, 256 * 1024));
+	CHECK(sp_verify(x.map + 64 * 1024 + 5, 256 * 1024, 0, 31) < 0, "DMA not seen");
+	CHECK(peer_stats().imports == 1, "implicit import not counted");
+	sim_dereg(sim, r.handle);
+	CHECK(peer_stats().imports == 0, "implicit import outlived its registration");
+
+	/* an unmap of the mapping invalidates an implicit import too */
+	CHECK_OK(sim_reg(sim, x.map, 1 * MiB, &r));
+	munmap(x.map, 1 * MiB);
+	x.map = NULL;
+	for (int i = 0; i < 50 && sim_mr(sim, r.handle).state != PEERSIM_MR_INVALIDATED; i++)
+		usleep(100000);
+	CHECK(sim_mr(sim, r.handle).state == PEERSIM_MR_INVALIDATED, "not invalidated by munmap");
+	sim_dereg(sim, r.handle);
+	sp_xbuf_free(&x);
+	free(tmp);
+	close(sim);
+	check_all_released();
+}
+
+static void zero_change_off_child(void)
+{
+	int sim = sim_open();
+	struct peersim_reg_mr r;
+	struct sp_xbuf x;
+	int ret;
+
+	sp_xbuf_new(SP_EXP_VGEM, 1 * MiB, 1, &x);
+	ret = sim_reg(sim, x.map, 1 * MiB, &r);
+	CHECK(ret == -EFAULT, "GEM mapping with claim_gem_mappings=0: %d, path %u", ret, r.path);
+	sp_xbuf_free(&x);
+	close(sim);
+}
+
+static void zero_change_off(void)
+{
+	with_param("claim_gem_mappings", "0", zero_change_off_child);
+	check_all_released();
+}
+
+/*
+ * Invalidation: after the trigger the core has been told (the simulated
+ * HCA refuses DMA with ENOLINK), and nothing is left behind.
+ */
+enum trigger { T_UNIMPORT, T_CLOSE, T_MUNMAP };
+
+static void invalidate_by(enum trigger t)
+{
+	int sim = sim_open(), fd = sp_test_open();
+	struct sp_peer_counters c0 = peer_stats(), c1;
+	long bufs0 = sp_dmabuf_count(), bufs1;
+	struct strixpeer_import im;
+	struct peersim_reg_mr r;
+	struct peersim_mr_info m;
+	uint8_t byte = 0x5a;
+	uint64_t t0, t1;
+	struct sp_xbuf x;
+
+	sp_xbuf_new(SP_EXP_VGEM, 4 * MiB, 0, &x);
+	CHECK_OK(sp_import_raw(fd, x.fd, 0, 4 * MiB, x.map, &im));
+	close(x.fd);	/* only strixpeer and the mapping hold it now */
+	x.fd = -1;
+	CHECK_OK(sim_reg(sim, x.map, 4 * MiB, &r));
+	CHECK(r.path == PEERSIM_PATH_PEER, "path %u", r.path);
+	CHECK_OK(sim_dma(sim, PEERSIM_IOC_DMA_WRITE, r.handle, 100, &byte, 1));
+	CHECK(x.map[100] == 0x5a, "first DMA not seen");
+
+	t0 = now_ns();
+	if (t == T_UNIMPORT)
+		CHECK_OK(sp_unimport_raw(fd, im.handle));
+	else if (t == T_CLOSE)
+		close(fd);
+	else {
+		munmap(x.map, x.len);
+		x.map = NULL;
+	}
+	t1 = now_ns();
+	m = sim_mr(sim, r.handle);
+	for (int i = 0; t == T_MUNMAP && i < 100 && m.state != PEERSIM_MR_INVALIDATED; i++) {
+		usleep(20000);
+		m = sim_mr(sim, r.handle);
+	}
+	CHECK(m.state == PEERSIM_MR_INVALIDATED, "MR still active after the trigger");
+	CHECK(m.free_callbacks == 1, "%u invalidate callbacks", m.free_callbacks);
+	if (t == T_MUNMAP)
+		tap_diag("munmap -> core invalidated: %.3f ms (munmap itself %.3f ms)",
+			 (double)(int64_t)(m.invalidated_at_ns - t0) / 1e6,
+			 (double)(t1 - t0) / 1e6);
+	else
+		CHECK(m.invalidated_at_ns >= t0 && m.invalidated_at_ns <= t1,
+		      "invalidated outside the call that ended the import");
+	byte = 0xa5;
+	CHECK(sim_dma(sim, PEERSIM_IOC_DMA_WRITE, r.handle, 100, &byte, 1) == -ENOLINK,
+	      "DMA after invalidation was not refused");
+	if (x.map)
+		CHECK(x.map[100] == 0x5a, "DMA after invalidation reached the pages");
+	c1 = peer_stats();
+	CHECK(c1.invalidations == c0.invalidations + 1, "invalidations %llu -> %llu",
+	      (unsigned long long)c0.invalidations, (unsigned long long)c1.invalidations);
+	sim_dereg(sim, r.handle);
+	if (t != T_CLOSE)
+		close(fd);
+	sp_xbuf_free(&x);
+	close(sim);
+	check_all_released();
+	bufs1 = sp_dmabuf_count();
+	if (bufs0 >= 0)
+		CHECK(bufs1 == bufs0, "dma-bufs alive: %ld before, %ld after", bufs0, bufs1);
+}
+
+static void invalidate_unimport(void) { invalidate_by(T_UNIMPORT); }
+static void invalidate_close(void) { invalidate_by(T_CLOSE); }
+static void invalidate_munmap(void) { invalidate_by(T_MUNMAP); }
+
+/* The importing process exits while the core still holds the MR. */
+static void invalidate_exit(void)
+{
+	int sim = sim_open(), sv[2];
+	struct peersim_mr_info m;
+	uint32_t handle = 0;
+	pid_t pid;
+	int st;
+
+	CHECK_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	pid = fork();
+	if (pid == 0) {
+		/* registers through the parent's sim fd, then dies */
+		int fd = open(STRIXPEER_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+		struct peersim_reg_mr r;
+		struct sp_xbuf x;
+
+		sp_xbuf_new(SP_EXP_VGEM, 1 * MiB, 0, &x);
+		if (fd < 0 || sp_import_raw(fd, x.fd, 0, 1 * MiB, x.map, NULL) ||
+		    sim_reg(sim, x.map, 1 * MiB, &r) || r.path != PEERSIM_PATH_PEER)
+			_exit(1);
+		if (write(sv[1], &r.handle, sizeof(r.handle)) != sizeof(r.handle))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	CHECK(read(sv[0], &handle, sizeof(handle)) == sizeof(handle), "child did not register");
+	m = sim_mr(sim, handle);
+	CHECK(m.state == PEERSIM_MR_ACTIVE, "MR not active before exit");
+	kill(pid, SIGKILL);
+	CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+	for (int i = 0; i < 100 && m.state != PEERSIM_MR_INVALIDATED; i++) {
+		usleep(20000);
+		m = sim_mr(sim, handle);
+	}
+	CHECK(m.state == PEERSIM_MR_INVALIDATED, "MR of a dead process still active");
+	CHECK(sim_dma(sim, PEERSIM_IOC_DMA_READ, handle, 0, &st, 1) == -ENOLINK,
+	      "DMA after exit was not refused");
+	sim_dereg(sim, handle);
+	close(sim);
+	check_all_released();
+}
+
+/* kill -9 while the core is between get_pages and dma_map. */
+static void kill_mid_registration(void)
+{
+	int sim = sim_open();
+	struct peersim_info si = sim_info(sim);
+	pid_t pid;
+	int st;
+
+	write_param(SIM_PARAM("reg_delay_ms"), "3000");
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(STRIXPEER_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+		struct peersim_reg_mr r;
+		struct sp_xbuf x;
+
+		sp_xbuf_new(SP_EXP_VGEM, 1 * MiB, 0, &x);
+		if (fd < 0 || sp_import_raw(fd, x.fd, 0, 1 * MiB, x.map, NULL))
+			_exit(1);
+		sim_reg(sim, x.map, 1 * MiB, &r);
+		_exit(2);
+	}
+	for (int i = 0; i < 100 && peer_stats().registrations == 0; i++)
+		usleep(20000);
+	CHECK(peer_stats().registrations == 1, "the child never got claimed");
+	usleep(200000);
+	kill(pid, SIGKILL);
+	CHECK(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st), "child was not killed mid-way");
+	write_param(SIM_PARAM("reg_delay_ms"), "0");
+	CHECK(sim_info(sim).live_mrs == si.live_mrs, "sim has %llu MRs left",
+	      (unsigned long long)sim_info(sim).live_mrs);
+	close(sim);
+	check_all_released();
+}
+
+/* Counters move as the client works. */
+static void counters(void)
+{
+	int sim = sim_open(), fd = sp_test_open();
+	struct sp_peer_counters c0 = peer_stats(), c1;
+	struct peersim_reg_mr r;
+	struct sp_xbuf x;
+
+	sp_xbuf_new(SP_EXP_VGEM, 1 * MiB, 0, &x);
+	CHECK_OK(sp_import_raw(fd, x.fd, 0, 1 * MiB, x.map, NULL));
+	CHECK_OK(sim_reg(sim, x.map, 1 * MiB, &r));
+	c1 = peer_stats();
+	CHECK(c1.acquires > c0.acquires && c1.claims == c0.claims + 1 &&
+	      c1.maps == c0.maps + 1 && c1.registrations == 1 && c1.imports == 1,
+	      "acquires %llu claims %llu maps %llu regs %llu imports %llu",
+	      (unsigned long long)(c1.acquires - c0.acquires),
+	      (unsigned long long)(c1.claims - c0.claims),
+	      (unsigned long long)(c1.maps - c0.maps),
+	      (unsigned long long)c1.registrations, (unsigned long long)c1.imports);
+	/* a registration holds the module: rmmod refuses, never blocks */
+	CHECK_ERR(syscall(SYS_delete_module, "strixpeer", O_NONBLOCK), EWOULDBLOCK);
+	sim_dereg(sim, r.handle);
+	close(fd);
+	sp_xbuf_free(&x);
+	close(sim);
+	check_all_released();
+}
+
+static int peer_event_to_pipe(const struct sp_event *ev, void *arg)
+{
+	int fd = *(int *)arg;
+
+	if (ev->type != SP_EVENT_PEER)
+		return 0;
+	if (write(fd, ev, sizeof(*ev)) != sizeof(*ev))
+		return 1;
+	return ev->peer == SP_PEER_INVALIDATE;
+}
+
+/* claim, map and invalidate reach the events group, in that order */
+static void events(void)
+{
+	int sim = sim_open(), fd = sp_test_open(), pfd[2];
+	struct strixpeer_import im;
+	struct peersim_reg_mr r;
+	struct sp_event ev[3];
+	struct sp_xbuf x;
+	pid_t pid;
+
+	CHECK_OK(pipe(pfd));
+	pid = fork();
+	if (pid == 0) {
+		struct sp_ctl *mon;
+
+		if (sp_ctl_open(&mon))
+			_exit(1);
+		_exit(sp_ctl_monitor_ex(mon, SP_MONITOR_PEER, peer_event_to_pipe, &pfd[1]) < 0);
+	}
+	usleep(500000);	/* let the monitor join the group */
+	sp_xbuf_new(SP_EXP_VGEM, 1 * MiB, 0, &x);
+	CHECK_OK(sp_import_raw(fd, x.fd, 0, 1 * MiB, x.map, &im));
+	CHECK_OK(sim_reg(sim, x.map, 1 * MiB, &r));
+	CHECK_OK(sp_unimport_raw(fd, im.handle));
+	for (int i = 0; i < 3; i++)
+		CHECK(read(pfd[0], &ev[i], sizeof(ev[i])) == sizeof(ev[i]), "event %d missing", i);
+	CHECK(ev[0].peer == SP_PEER_CLAIM && ev[1].peer == SP_PEER_MAP &&
+	      ev[2].peer == SP_PEER_INVALIDATE, "events %d %d %d", ev[0].peer, ev[1].peer,
+	      ev[2].peer);
+	for (int i = 0; i < 3; i++)
+		CHECK(ev[i].import_id == im.id && ev[i].pid == (uint32_t)getpid() &&
+		      ev[i].size == 1 * MiB, "event %d: import %u pid %u size %llu", i,
+		      ev[i].import_id, ev[i].pid, (unsigned long long)ev[i].size);
+	CHECK(ev[2].reason == SP_INVAL_UNIMPORT && ev[0].reason == 0, "reason %d", ev[2].reason);
+	waitpid(pid, NULL, 0);
+	sim_dereg(sim, r.handle);
+	close(fd);
+	sp_xbuf_free(&x);
+	close(sim);
+	check_all_released();
+}
+
+static const struct tap_case with_client[] = {
+	TAP_CASE(client_registered),
+	TAP_CASE(import_errors),
+	TAP_CASE(gup_first),
+	TAP_CASE(data_vgem_4k),
+	TAP_CASE(data_vgem_1m_unaligned),
+	TAP_CASE_T(data_vgem_64m, 300),
+	TAP_CASE(data_udmabuf_4k),
+	TAP_CASE_T(data_udmabuf_64m_unaligned, 300),
+	TAP_CASE(data_heap_4k),
+	TAP_CASE_T(data_heap_64m_unaligned, 300),
+	TAP_CASE_T(segments_64m, 120),
+	TAP_CASE(declines),
+	TAP_CASE(other_process),
+	TAP_CASE(zero_change_vgem),
+	TAP_CASE(zero_change_off),
+	TAP_CASE(invalidate_unimport),
+	TAP_CASE(invalidate_close),
+	TAP_CASE(invalidate_munmap),
+	TAP_CASE(invalidate_exit),
+	TAP_CASE(kill_mid_registration),
+	TAP_CASE(counters),
+	TAP_CASE(events),
+};
+
+/* ---- built without the peer-memory API --------------------------------- */
+
+static void noapi_reports_reason(void)
+{
+	int fd = sp_test_open();
+	struct strixpeer_version v = { 0 };
+	struct sp_info info;
+	struct sp_ctl *ctl;
+
+	CHECK_OK(ioctl(fd, STRIXPEER_IOC_VERSION, &v));
+	CHECK(!(v.features & STRIXPEER_FEAT_PEERDIRECT), "PeerDirect claimed without the API");
+	CHECK(v.features & STRIXPEER_FEAT_DMABUF_IMPORT, "no import feature");
+	CHECK(sp_ctl_open(&ctl) == 0, "sp_ctl_open: %s", sp_errmsg());
+	CHECK(sp_ctl_info(ctl, &info) == 0, "info: %s", sp_errmsg());
+	CHECK(strstr(info.peerdirect_reason, "built without the peer-memory API"),
+	      "reason \"%s\"", info.peerdirect_reason);
+	tap_diag("reason: %s", info.peerdirect_reason);
+	sp_ctl_close(ctl);
+	close(fd);
+}
+
+static void noapi_imports_work(void)
+{
+	struct sp_dev *dev = sp_test_dev();
+	struct sp_import *imp;
+	struct sp_import_info ii;
+	struct sp_xbuf x;
+
+	sp_xbuf_new(SP_EXP_VGEM, 1 * MiB, 0, &x);
+	CHECK(sp_import_dmabuf(dev, x.fd, 0, 1 * MiB, x.map, &imp) == 0, "import: %s",
+	      sp_errmsg());
+	CHECK(sp_import_query(imp, &ii) == 0 && ii.length == 1 * MiB && !ii.unmapped,
+	      "query: %s", sp_errmsg());
+	CHECK(sp_import_dmabuf(dev, x.fd, 0, 4096, x.map, &imp) == -EEXIST, "overlap accepted");
+	CHECK(strstr(sp_errmsg(), "overlaps"), "message \"%s\"", sp_errmsg());
+	munmap(x.map, x.len);
+	x.map = NULL;
+	for (int i = 0; i < 50 && sp_import_query(imp, &ii) == 0 && !ii.unmapped; i++)
+		usleep(100000);
+	CHECK(ii.unmapped, "import not ended by munmap");
+	CHECK(sp_import_free(imp) == 0, "free: %s", sp_errmsg());
+	sp_dev_close(dev);
+	sp_xbuf_free(&x);
+	check_all_released();
+}
+
+static const struct tap_case without_api[] = {
+	TAP_CASE(noapi_reports_reason),
+	TAP_CASE(noapi_imports_work),
+};
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc > 1 && !strcmp(argv[1], "noapi"))
+		return tap_run(without_api, sizeof(without_api) / sizeof(without_api[0]));
+	return tap_run(with_client, sizeof(with_client) / sizeof(with_client[0]));
+}

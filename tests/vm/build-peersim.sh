@@ -1,0 +1,25 @@
+#!/bin/bash
+# Builds sp_peersim.ko (tests/kmod/: the simulated PeerDirect core + HCA)
+# for one of the VM kernels, in build/kmod/<kver>/peersim/ (a copy of the
+# sources, so several kernels never share objects). Its Module.symvers is
+# what strixpeer links against (KBUILD_EXTRA_SYMBOLS) to use the
+# peer-memory API.
+#
+#   build-peersim.sh <kver> [make args...]     e.g. W=1
+#
+# The build log is build/kmod/<kver>/peersim/build.log; exits non-zero on
+# failure.
+set -eu
+cd "$(dirname "$0")/../.."
+kver=$1
+shift
+kdir=$(tests/vm/kernels.sh kdir "$kver")
+bdir=$PWD/build/kmod/$kver/peersim
+rm -rf "$bdir"
+mkdir -p "$bdir"
+cp tests/kmod/Kbuild tests/kmod/*.c tests/kmod/*.h "$bdir/"
+if ! make -C "$kdir" M="$bdir" "$@" modules > "$bdir/build.log" 2>&1; then
+	echo "build-peersim.sh: build for $kver failed, see $bdir/build.log" >&2
+	tail -n 20 "$bdir/build.log" >&2
+	exit 1
+fi
