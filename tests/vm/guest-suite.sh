@@ -79,8 +79,14 @@ fi
 
 # The simulated PeerDirect core, then strixpeer linked against it. A
 # 64 KiB max segment size makes the client's segment splitting visible.
+# Not under DMA-API debug: vgem's exporter maps its own runs for the
+# device without splitting them, and DMA-API debug rightly warns about
+# that; there the simulated HCA keeps mlx5's 2 GiB (the client's merging is
+# still checked).
+seg=65536
+[ -d /sys/kernel/debug/dma-api ] && seg=$((2 << 30))
 load_pd() {	# load_pd <modern|legacy>
-	insmod "$sim" semantics="$1" max_seg_size=65536 2> "$out/insmod-sim-$1.log" &&
+	insmod "$sim" semantics="$1" max_seg_size=$seg 2> "$out/insmod-sim-$1.log" &&
 		insmod "$pdko" 2> "$out/insmod-$1.log"
 }
 if load_pd modern; then
