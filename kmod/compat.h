@@ -46,4 +46,14 @@ static inline struct nlattr **sp_genl_dump_attrs(struct netlink_callback *cb)
 #define SP_MODULE_IMPORT_NS_DMA_BUF()	MODULE_IMPORT_NS("DMA_BUF")
 #endif
 
+/*
+ * The dma_buf_attach_ops member the exporter calls before it moves a buffer:
+ * move_notify until 7.x renamed it invalidate_mappings.
+ */
+#ifdef STRIXPEER_HAVE_DMA_BUF_INVALIDATE_MAPPINGS
+#define SP_DMA_BUF_MOVE_NOTIFY	invalidate_mappings
+#else
+#define SP_DMA_BUF_MOVE_NOTIFY	move_notify
+#endif
+
 #endif /* _STRIXPEER_COMPAT_H */

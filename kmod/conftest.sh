@@ -50,4 +50,13 @@ probe MODULE_IMPORT_NS_IDENT \
 	'#include <linux/module.h>' \
 	'MODULE_IMPORT_NS(DMA_BUF);'
 
+# 7.x: struct dma_buf_attach_ops.move_notify became invalidate_mappings
+# (the importer callback the exporter calls before moving a buffer; seen in
+# Debian sid's 7.2 headers)
+probe DMA_BUF_INVALIDATE_MAPPINGS \
+	'#include <linux/dma-buf.h>' \
+	'void sp_probe_cb(struct dma_buf_attachment *a);' \
+	'void sp_probe_cb(struct dma_buf_attachment *a) { }' \
+	'const struct dma_buf_attach_ops sp_probe_ops = { .invalidate_mappings = sp_probe_cb };'
+
 echo "#endif"

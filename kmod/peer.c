@@ -241,7 +241,7 @@ static void sp_peer_move_notify(struct dma_buf_attachment *attach)
 
 static const struct dma_buf_attach_ops sp_peer_importer_ops = {
 	.allow_peer2peer = true,
-	.move_notify = sp_peer_move_notify,
+	.SP_DMA_BUF_MOVE_NOTIFY = sp_peer_move_notify,
 };
 
 static void sp_peer_release_work(struct work_struct *work);
