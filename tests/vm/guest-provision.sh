@@ -163,8 +163,13 @@ mode_node_install() {
 	check bash_completion_installed bash -c \
 		'. /usr/share/bash-completion/completions/strixpeerctl && complete -p strixpeerctl'
 
-	# Kernel update: kver2's modules tree is there (node-root.sh), its
-	# headers arrive: the hook linux-headers runs on install builds for it.
+	# Kernel update: kver2's modules tree and headers arrive (what its
+	# linux-image and linux-headers packages unpack; node-root.sh keeps them
+	# aside until now), and the hook linux-headers runs on install builds.
+	check nothing_built_for_new_kernel_before_update bash -c \
+		"[ ! -e /lib/modules/$kver2 ] && ! dkms status strixpeer/$version -k $kver2 | grep -qw installed && ! ls /var/lib/dkms/strixpeer/$version/$kver2 2>/dev/null"
+	mkdir -p "/lib/modules/$kver2"
+	mount --bind "/run/strixpeer-node/modules-$kver2" "/lib/modules/$kver2"
 	check kernel_update_hook_builds_for_new_kernel /etc/kernel/header_postinst.d/dkms "$kver2"
 	check dkms_installed_for_new_kernel bash -c \
 		"dkms status strixpeer/$version -k $kver2 | grep -w installed &&

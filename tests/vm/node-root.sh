@@ -8,8 +8,9 @@
 #
 # The node "runs" kver1 (a 'uname' in front of PATH says so: DKMS builds for
 # the running kernel) and has kver1's modules tree and headers; kver2's
-# arrive with the kernel update. Each /lib/modules/<kver> is an overlay of
-# the unpacked kernel root, written only in tmpfs too.
+# arrive with the kernel update (waiting in /run/strixpeer-node/ until
+# then). Each modules tree is an overlay of the unpacked kernel root,
+# written only in tmpfs too.
 #
 # Runs tests/vm/guest-provision.sh node-install, saves the node's disk (what
 # changed) as <outdir>/state-root.tar and <outdir>/state-modules-<kver>.tar
@@ -39,17 +40,22 @@ mount -t tmpfs -o mode=0755 tmpfs "$T" || exit 1
 mkdir -p "$T/u" "$T/w" "$T/root" "$T/fakebin"
 mount -t overlay -o "lowerdir=/,upperdir=$T/u,workdir=$T/w" overlay "$T/root" || exit 1
 R=$T/root
-for kr in "$k1:$r1" "$k2:$r2"; do
-	k=${kr%%:*} r=${kr#*:}
-	mkdir -p "$T/m-$k/u" "$T/m-$k/w" "$R/lib/modules/$k"
-	mount -t overlay -o "lowerdir=$r/lib/modules/$k,upperdir=$T/m-$k/u,workdir=$T/m-$k/w" \
-		overlay "$R/lib/modules/$k" || exit 1
-done
 for d in proc sys dev; do
 	mount --rbind "/$d" "$R/$d"
 done
 mount -t tmpfs tmpfs "$R/tmp"
 mount -t tmpfs tmpfs "$R/run"
+# kver1's modules at /lib/modules; kver2's wait in /run/strixpeer-node/ until
+# the "kernel update" binds them there (guest-provision.sh node-install).
+mkdir -p "$R/run/strixpeer-node"
+for kr in "$k1:$r1" "$k2:$r2"; do
+	k=${kr%%:*} r=${kr#*:}
+	dst=$R/lib/modules/$k
+	[ "$k" = "$k1" ] || dst=$R/run/strixpeer-node/modules-$k
+	mkdir -p "$T/m-$k/u" "$T/m-$k/w" "$dst"
+	mount -t overlay -o "lowerdir=$r/lib/modules/$k,upperdir=$T/m-$k/u,workdir=$T/m-$k/w" \
+		overlay "$dst" || exit 1
+done
 mount --bind "$out" "$R$out"
 # The running kernel, as dpkg's and DKMS's scripts ask it ('uname -r').
 cat > "$T/fakebin/uname" << 'EOF'
