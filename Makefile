@@ -8,7 +8,13 @@
 #   make demo         boot a VM, RDMA-write into a strixpeer buffer, show it
 #   make check        the whole test suite (host checks + one VM per kernel)
 #   make deps         install the Debian/Ubuntu packages the above need
-#   make install      install library, header, pkg-config file, CLI, man pages
+#   make install      install library, header, pkg-config file, CLI, man pages,
+#                     bash completion (install-lib: the same without building tests)
+#   make dkms-install copy the module sources to /usr/src/strixpeer-VERSION, build
+#                     and install with DKMS for KVER (default: the running kernel)
+#   make dkms-remove  remove that again, for every kernel
+#   make deb          Debian packages in build/deb/ (strixpeer-dkms, libstrixpeer1,
+#                     libstrixpeer-dev, strixpeer-utils)
 
 VERSION := $(shell cat VERSION)
 KVER ?= $(shell uname -r)
@@ -21,6 +27,9 @@ DESTDIR ?=
 
 CC ?= cc
 CFLAGS ?= -O2 -g
+LDFLAGS ?=
+# strixpeerctl finds the library beside it in build/; packages pass CLI_RPATH=
+CLI_RPATH ?= -Wl,-rpath,'$$ORIGIN'
 SP_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wformat=2 \
 	-Wmissing-prototypes -Wstrict-prototypes -Iinclude \
 	-DSP_LIB_VERSION='"$(VERSION)"' -D_FORTIFY_SOURCE=2
@@ -39,7 +48,8 @@ TEST_SRC := $(wildcard tests/*.c)
 TEST_BIN := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 TEST_HDR := $(wildcard tests/*.h)
 
-.PHONY: all user module module-clean deps check demo install clean
+.PHONY: all user lib module module-clean deps check demo install install-lib clean \
+	dkms-install dkms-remove deb
 
 all: module user
 
@@ -47,8 +57,10 @@ all: module user
 ASAN_TESTS := abi lifetime limits netlink
 ASAN_BIN := $(patsubst %,$(B)/asan/%,$(ASAN_TESTS))
 
-user: $(LIB_SO) $(B)/libstrixpeer.a $(B)/strixpeerctl $(B)/strixpeer.pc $(TEST_BIN) \
-	$(ASAN_BIN)
+user: lib $(TEST_BIN) $(ASAN_BIN)
+
+# What 'make install' installs (the Debian packages build this).
+lib: $(LIB_SO) $(B)/libstrixpeer.a $(B)/strixpeerctl $(B)/strixpeer.pc
 
 module:
 	@if [ -f "$(KDIR)/Makefile" ]; then \
@@ -68,7 +80,7 @@ $(B)/lib/%.o: user/lib/%.c $(LIB_HDR) | $(B)/lib
 	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -fPIC -c -o $@ $<
 
 $(LIB_SO): $(LIB_OBJ) user/lib/libstrixpeer.map
-	$(CC) $(CFLAGS) -shared -Wl,-soname,$(SONAME) \
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) \
 		-Wl,--version-script=user/lib/libstrixpeer.map -o $@ $(LIB_OBJ) $(NL_LIBS)
 	ln -sf $(SONAME).0.0 $(B)/$(SONAME)
 	ln -sf $(SONAME).0.0 $(B)/libstrixpeer.so
@@ -78,8 +90,8 @@ $(B)/libstrixpeer.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(B)/strixpeerctl: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(LIB_SO)
-	$(CC) $(CFLAGS) $(SP_CFLAGS) -o $@ $(CLI_SRC) -L$(B) -lstrixpeer \
-		-Wl,-rpath,'$$ORIGIN'
+	$(CC) $(CFLAGS) $(SP_CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRC) -L$(B) -lstrixpeer \
+		$(CLI_RPATH)
 
 $(B)/strixpeer.pc: user/lib/strixpeer.pc.in VERSION | $(B)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
@@ -106,7 +118,9 @@ check: deps
 demo: deps
 	./tests/vm/demo.sh
 
-install: user
+install: user install-lib
+
+install-lib: lib
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
 		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/sbin \
 		$(DESTDIR)$(PREFIX)/share/man/man3 $(DESTDIR)$(PREFIX)/share/man/man8
@@ -119,6 +133,47 @@ install: user
 	install -m 0755 $(B)/strixpeerctl $(DESTDIR)$(PREFIX)/sbin/
 	install -m 0644 docs/man/*.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 	install -m 0644 docs/man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -D -m 0644 user/cli/strixpeerctl.bash-completion \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/strixpeerctl
+
+# DKMS from a checkout: the same sources and dkms.conf the strixpeer-dkms
+# package installs, in /usr/src/strixpeer-$(VERSION)/.
+DKMS_SRC := /usr/src/strixpeer-$(VERSION)
+DKMS_FILES := Kbuild VERSION $(wildcard kmod/*.c kmod/*.h) kmod/conftest.sh \
+	include/uapi/strixpeer.h
+
+dkms-install:
+	@command -v dkms >/dev/null || { echo "dkms not found (apt install dkms)"; exit 1; }
+	-dkms remove strixpeer/$(VERSION) --all >/dev/null 2>&1
+	rm -rf $(DKMS_SRC)
+	install -d $(DKMS_SRC)
+	tar -cf - $(filter-out kmod/conftest.h,$(DKMS_FILES)) | tar -xf - -C $(DKMS_SRC)
+	sed 's/#MODULE_VERSION#/$(VERSION)/' dkms.conf > $(DKMS_SRC)/dkms.conf
+	dkms add strixpeer/$(VERSION)
+	dkms install strixpeer/$(VERSION) -k $(KVER)
+
+dkms-remove:
+	@command -v dkms >/dev/null || { echo "dkms not found"; exit 1; }
+	if dkms status strixpeer/$(VERSION) | grep -q .; then \
+		dkms remove strixpeer/$(VERSION) --all; fi
+	rm -rf $(DKMS_SRC)
+
+# Binary packages built from a clean copy of the tree (tracked files plus
+# untracked ones that are not ignored), so build/ never leaks into them.
+deb:
+	rm -rf $(B)/deb
+	mkdir -p $(B)/deb/strixpeer-$(VERSION)
+	if [ -d .git ] || [ -f .git ]; then \
+		git ls-files -z --cached --others --exclude-standard | \
+		tar --null -T - --ignore-failed-read -cf - 2>/dev/null | \
+		tar -xf - -C $(B)/deb/strixpeer-$(VERSION); \
+	else \
+		tar --exclude=./build --exclude='*.o' --exclude='*.ko' --exclude=kmod/conftest.h \
+			-cf - . | tar -xf - -C $(B)/deb/strixpeer-$(VERSION); \
+	fi
+	cd $(B)/deb/strixpeer-$(VERSION) && dpkg-buildpackage -b -us -uc \
+		> ../build.log 2>&1 || { tail -n 30 ../build.log; exit 1; }
+	@ls $(B)/deb/*.deb
 
 clean: module-clean
 	rm -rf $(B)

@@ -190,8 +190,12 @@ struct sp_buf *sp_buf_create(u64 size, int node, bool huge_only)
 			split_page(page, order);
 		if (!i || page_to_pfn(page) != page_to_pfn(buf->pages[i - 1]) + 1)
 			buf->nr_chunks++;
+		/*
+		 * By pfn, not nth_page(): 7.x removed nth_page() (a split
+		 * block's pages are consecutive pfns on every kernel).
+		 */
 		for (j = 0; j < (1UL << order); j++)
-			buf->pages[i + j] = nth_page(page, j);
+			buf->pages[i + j] = pfn_to_page(page_to_pfn(page) + j);
 		buf->min_order = min(buf->min_order, order);
 		i += 1UL << order;
 

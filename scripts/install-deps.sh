@@ -1,6 +1,9 @@
 #!/bin/sh
 # Install the Debian/Ubuntu packages that building strixpeer, booting the
-# test VM and running the test suite need. Idempotent: packages already
+# test VM and running the test suite need (dkms ... man-db: 'make deb' and
+# the provisioning tests, which install the packages inside the VM, whose
+# root is this host's; patchelf and debian-archive-keyring: Debian sid's
+# kernel and toolchain, tests/vm/sid-toolchain.sh). Idempotent: packages already
 # present are not touched, and apt is not contacted when nothing is missing.
 set -eu
 
@@ -30,6 +33,18 @@ libkmod-dev
 python3
 python3-yaml
 valgrind
+dkms
+dh-dkms
+debhelper
+dpkg-dev
+patchelf
+debian-archive-keyring
+udev
+systemd
+adduser
+passwd
+util-linux
+man-db
 "
 
 missing=""

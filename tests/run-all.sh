@@ -1,12 +1,14 @@
 #!/bin/bash
 # The whole test suite ('make check'): host-side checks, then one VM boot
-# per kernel (Debian 6.1, Debian 6.12, and every debug kernel found in
-# ../shared/kernels/) running every TAP program inside. Ends with one line
-# "N passed, N failed, N skipped" and exits non-zero on any failure.
+# per kernel (Debian 6.1, Debian 6.12, Debian sid's newest, and every debug
+# kernel found in ../shared/kernels/) running every TAP program inside, then
+# node provisioning (Debian packages, DKMS, a kernel update; two VM boots,
+# tests/vm/provision.sh). Ends with one line "N passed, N failed, N skipped"
+# and exits non-zero on any failure.
 #
 # Environment: SP_KERNELS="6.1 6.12 ..." limits the kernels (names as
 # 'tests/vm/kernels.sh list' prints them); SP_TESTS="abi rdma_rxe" limits
-# the programs run in the VM.
+# the programs run in the VM; SP_PROVISION=0 leaves out provisioning.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 repo=$PWD
@@ -76,6 +78,10 @@ fi
 if /usr/bin/python3 tests/spec-check.py > "$out/spec-check.tap" 2>&1; then :; fi
 record_tap "host/spec-check" "$out/spec-check.tap"
 
+# dkms.conf, debian/ and the bash completion agree with the tree.
+tests/packaging-check.sh > "$out/packaging-check.tap" 2>&1
+record_tap "host/packaging-check" "$out/packaging-check.tap"
+
 # promtool checks strixpeerctl's Prometheus output inside the VM.
 SP_PROMTOOL=$(tests/fetch-promtool.sh) || SP_PROMTOOL=
 export SP_PROMTOOL
@@ -131,6 +137,20 @@ for k in "${kernels[@]}"; do
 		record ok "$name/kernel_log_clean"
 	fi
 done
+
+# Node provisioning: packages, DKMS, udev, a kernel update and a reboot.
+if [ "${SP_PROVISION:-1}" = 0 ]; then
+	record skip "provision" "SP_PROVISION=0"
+else
+	echo "== provisioning (Debian packages, DKMS, kernel update)"
+	t0=$(date +%s)
+	tests/vm/provision.sh "$out/provision"
+	echo "provision: $(( $(date +%s) - t0 )) s in all" | tee -a "$out/timing.txt"
+	for tap in "$out/provision"/*.tap; do
+		[ -e "$tap" ] || continue
+		record_tap "provision/$(basename "$tap" .tap)" "$tap"
+	done
+fi
 
 echo "== $(( $(date +%s) - start_all )) s in all; details in $out"
 echo "$pass passed, $fail failed, $skip skipped"

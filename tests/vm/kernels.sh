@@ -3,12 +3,15 @@
 #
 #   kernels.sh fetch        download (apt-get download, never installed on the
 #                           host) and unpack Debian bookworm's 6.1 and 6.12
-#                           kernels with their headers + kbuild, and every debug
-#                           kernel whose image+headers .debs sit in
+#                           kernels with their headers + kbuild, the newest
+#                           kernel of Debian sid (7.x; through apt-sid.sh, with
+#                           the build tools from sid-toolchain.sh), and every
+#                           debug kernel whose image+headers .debs sit in
 #                           ../shared/kernels/; one root per kernel in the cache.
 #                           Idempotent: an already-unpacked root is reused.
+#                           STRIXPEER_SID=0 leaves sid out.
 #   kernels.sh list         one line per kernel: <name> <kver> <root>
-#                           (name: 6.1, 6.12 or debug-<kver>)
+#                           (name: 6.1, 6.12, sid or debug-<kver>)
 #   kernels.sh kdir <kver>  the headers dir to use as KDIR for that kernel
 #   kernels.sh root <kver>  the unpacked root of that kernel
 #
@@ -45,6 +48,9 @@ fix_headers() {
 			# shellcheck disable=SC2016 # make's $(...), not the shell's
 			sed -i 's|^include /usr/src/\(linux-headers-[^/]*\)/|include $(dir $(lastword $(MAKEFILE_LIST)))../\1/|' "$mk"
 		fi
+		# sid's (7.x) also names its own directory: make that relative too
+		# shellcheck disable=SC2016
+		sed -i 's|^KBUILD_OUTPUT=/usr/src/linux-headers-.*|KBUILD_OUTPUT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))|' "$mk"
 	done
 }
 
@@ -142,6 +148,69 @@ fetch_debian() {
 	echo "$name $kver $root" >>"$INDEX.tmp"
 }
 
+# fetch_sid <name>: the newest kernel Debian has (sid's linux-image-amd64),
+# from a private apt configuration (apt-sid.sh; sid is never added to the
+# host's sources). Its image package may be split (linux-binary-* holds
+# usr/lib/modules/<kver>/vmlinuz, linux-modules-* the modules); the root
+# gets boot/vmlinuz-<kver> and lib -> usr/lib so it looks like the others.
+# sid-toolchain.sh then makes its headers buildable on this host.
+fetch_sid() {
+	name=$1
+	if ! "$HERE/apt-sid.sh" update; then
+		old=$(awk -v n="$name" '$1 == n {print $3}' "$INDEX" 2>/dev/null)
+		if [ -n "$old" ] && [ -f "$old/.strixpeer-complete" ]; then
+			log "$name: cannot reach sid; using the cached $old"
+			echo "$name ${old##*/} $old" >>"$INDEX.tmp"
+			return 0
+		fi
+		die "cannot reach Debian sid's package lists"
+	fi
+	img=$("$HERE/apt-sid.sh" cache depends linux-image-amd64 2>/dev/null |
+		sed -n 's/^ *|\{0,1\}Depends: *//p' | grep -E '^linux-image-[0-9]' | head -n 1) || true
+	[ -n "$img" ] || die "sid: cannot resolve linux-image-amd64"
+	img=${img%-unsigned}
+	kver=${img#linux-image-}
+	root=$KROOTS/$kver
+	if [ -f "$root/.strixpeer-complete" ]; then
+		log "$name: $kver (cached)"
+		echo "$name $kver $root" >>"$INDEX.tmp"
+		return 0
+	fi
+	hdr=linux-headers-$kver
+	deps=$("$HERE/apt-sid.sh" cache depends "$img" "$hdr" 2>/dev/null |
+		sed -n 's/^ *|\{0,1\}Depends: *//p' | sort -u)
+	pkgs="$img $hdr"
+	for p in "linux-binary-$kver" "linux-modules-$kver" "linux-base-$kver" \
+		$(echo "$deps" | grep -E '^linux-headers-.*-common$|^linux-kbuild-'); do
+		echo "$deps" | grep -qxF "$p" && pkgs="$pkgs $p"
+	done
+	log "$name: $kver: downloading from sid: $pkgs"
+	d=$DEBS/$kver
+	rm -rf "$d"
+	mkdir -p "$d"
+	# shellcheck disable=SC2086
+	(cd "$d" && "$HERE/apt-sid.sh" download $pkgs >"$d/download.log" 2>&1) || {
+		cat "$d/download.log" >&2
+		die "apt-get download from sid failed"
+	}
+	tmp=$root.tmp
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	for deb in "$d"/*.deb; do
+		dpkg-deb -x "$deb" "$tmp"
+	done
+	[ -e "$tmp/lib" ] || ln -s usr/lib "$tmp/lib"
+	if [ ! -f "$tmp/boot/vmlinuz-$kver" ] && [ -f "$tmp/usr/lib/modules/$kver/vmlinuz" ]; then
+		mkdir -p "$tmp/boot"
+		ln -s "../usr/lib/modules/$kver/vmlinuz" "$tmp/boot/vmlinuz-$kver"
+	fi
+	"$HERE/sid-toolchain.sh" "$tmp" "$kver" || die "sid: cannot prepare the build tools for $kver"
+	finish_root "$tmp" "$kver" "$pkgs"
+	rm -rf "$d"
+	log "$name: $kver ready in $root"
+	echo "$name $kver $root" >>"$INDEX.tmp"
+}
+
 # fetch_shared: every linux-image-<kver>_*.deb (+ linux-headers-<kver>_*.deb)
 # in ../shared/kernels/.
 fetch_shared() {
@@ -189,6 +258,7 @@ cmd_fetch() {
 	rm -f "$INDEX.tmp"
 	fetch_debian 6.1 linux-image-amd64
 	fetch_debian 6.12 linux-image-6.12-amd64
+	[ "${STRIXPEER_SID:-1}" = 0 ] || fetch_sid sid
 	fetch_shared
 	mv "$INDEX.tmp" "$INDEX"
 	# Drop roots no longer listed (e.g. an older 6.1 ABI).

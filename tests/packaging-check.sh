@@ -1,0 +1,116 @@
+#!/bin/bash
+# Host-side checks of the DKMS and Debian packaging (run by tests/run-all.sh
+# after 'make user'). Prints TAP.
+#
+# - dkms.conf names the module Kbuild builds; its kernel regex takes the
+#   matrix's kernels and refuses older ones; every kernel in the matrix has
+#   the options BUILD_EXCLUSIVE_CONFIG requires (else DKMS would skip it);
+# - debian/changelog's version is VERSION's;
+# - the modprobe.d file documents every module parameter;
+# - the bash completion offers every object 'strixpeerctl help' lists, and
+#   completes commands, keys and values.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+n=0
+failed=0
+cases=()
+result() {	# result <0|1> <name> [detail]
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		cases+=("ok $n $2")
+	else
+		cases+=("not ok $n $2")
+		[ -n "${3:-}" ] && cases+=("# $3")
+		failed=$((failed + 1))
+	fi
+}
+
+# --- dkms.conf ----------------------------------------------------------------
+conf=$(
+	# shellcheck disable=SC2034 # variables dkms.conf may refer to
+	kernelver=x kernel_source_dir=x dkms_tree=x
+	# shellcheck disable=SC1091
+	. ./dkms.conf
+	printf '%s\n' "$PACKAGE_NAME" "${BUILT_MODULE_NAME[0]}" "$BUILD_EXCLUSIVE_KERNEL" \
+		"$BUILD_EXCLUSIVE_ARCH" "$BUILD_EXCLUSIVE_CONFIG" "$AUTOINSTALL"
+)
+mapfile -t c <<< "$conf"
+obj=$(sed -n 's/^obj-m *:= *\(.*\)\.o$/\1/p' Kbuild)
+[ "${c[0]}" = strixpeer ] && [ "${c[1]}" = "$obj" ] && [ "${c[5]}" = yes ]
+result $? "dkms_conf_names_the_Kbuild_module_and_autoinstalls" "PACKAGE_NAME=${c[0]} BUILT_MODULE_NAME=${c[1]} obj-m=$obj"
+
+bad=""
+for k in 6.1.0-57-amd64 6.1.140 6.9.1 6.12.117+deb12-amd64 6.12.117-spdebug 6.19.0-rc1 \
+	7.2.13+deb14-amd64 10.0.1; do
+	[[ $k =~ ${c[2]} ]] || bad="$bad accepts:$k"
+done
+for k in 6.0.19 5.15.0-91-generic 5.10.0-30-amd64 4.19.0-26-amd64 3.16.0; do
+	[[ $k =~ ${c[2]} ]] && bad="$bad refuses:$k"
+done
+[ -z "$bad" ]
+result $? "dkms_conf_kernel_regex_is_6.1_or_newer" "wrong:$bad"
+[[ x86_64 =~ ${c[3]} ]]
+result $? "dkms_conf_arch_takes_x86_64"
+
+missing=""
+kernels=$(tests/vm/kernels.sh list 2> /dev/null)
+while read -r name kver root; do
+	[ -n "$name" ] || continue
+	cfg=$root/usr/src/linux-headers-$kver/.config
+	[ -f "$cfg" ] || continue
+	for o in ${c[4]}; do
+		grep -q "^$o=[ym]" "$cfg" || missing="$missing $name:$o"
+	done
+done <<< "$kernels"
+if [ -z "$kernels" ]; then
+	n=$((n + 1))
+	cases+=("ok $n matrix_kernels_have_the_required_options # SKIP no kernels fetched yet")
+else
+	[ -z "$missing" ]
+	result $? "matrix_kernels_have_the_required_options" "missing:$missing"
+fi
+
+# --- Debian packaging ------------------------------------------------------------
+dv=$(dpkg-parsechangelog -S Version 2> /dev/null || sed -n '1s/.*(\(.*\)).*/\1/p' debian/changelog)
+[ "${dv%-*}" = "$(cat VERSION)" ]
+result $? "debian_changelog_version_is_VERSION" "changelog $dv, VERSION $(cat VERSION)"
+
+params=$(sed -n 's/^module_param\(_named\)\{0,1\}(\([a-z_0-9]*\),.*/\2/p' kmod/*.c | sort -u)
+undoc=""
+for p in $params; do
+	grep -q "^#options strixpeer $p=" debian/strixpeer-dkms.strixpeer.modprobe || undoc="$undoc $p"
+done
+[ -n "$params" ] && [ -z "$undoc" ]
+result $? "modprobe_d_documents_every_parameter" "undocumented:$undoc"
+
+# --- bash completion ----------------------------------------------------------------
+comp() {	# comp <words...>: what completing the last word offers
+	bash -c '. user/cli/strixpeerctl.bash-completion
+		COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _strixpeerctl
+		echo "${COMPREPLY[*]}"' comp strixpeerctl "$@"
+}
+objects=$(build/strixpeerctl help 2> /dev/null | sed -n '/^objects:/,$ s/^  \([a-z]\+\) .*/\1/p' | sort | tr '\n' ' ')
+offered=$(comp '' | tr ' ' '\n' | sort | tr '\n' ' ')
+[ -n "$objects" ] && [ "$objects" = "$offered" ]
+result $? "completion_offers_every_object" "help lists '$objects', completion offers '$offered'"
+want() {	# want <name> <expected> <words...>
+	local name=$1 expected=$2 got
+	shift 2
+	got=$(comp "$@")
+	[ "$got" = "$expected" ]
+	result $? "completion_$name" "got '$got', want '$expected'"
+}
+want object_prefix "status stats" st
+want option "--json" -j --j
+want after_option "config" -j conf
+want config_commands "show set" config ''
+want config_keys "max_buf_size max_pinned_bytes" config set max
+want config_value "yes no" config set require_huge ''
+want stats_format "prometheus" stats -f p
+want buf_pid "pid" buf show ''
+want nothing_after_monitor "" monitor ''
+
+echo "TAP version 13"
+echo "1..$n"
+printf '%s\n' "${cases[@]}"
+[ "$failed" -eq 0 ]
