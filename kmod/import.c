@@ -252,25 +252,29 @@ int sp_import_create(struct sp_file *f, int fd, u64 offset, u64 length,
 		return PTR_ERR(imp);
 	}
 
-	/* The handle's reference is the creation reference. */
-	ret = xa_alloc(&f->imports, handle, imp, XA_LIMIT(1, U32_MAX),
-		       GFP_KERNEL);
-	if (ret) {
-		sp_import_discard(imp);
-		return ret == -EBUSY ? -EMFILE : ret;
-	}
-
 	mutex_lock(&sp_imports_lock);
 	if (sp_import_overlaps(f->mm, imp->it.start, imp->it.last)) {
 		mutex_unlock(&sp_imports_lock);
-		xa_erase(&f->imports, *handle);
 		sp_import_discard(imp);
 		return -EEXIST;
 	}
 	interval_tree_insert(&imp->it, &sp_import_tree);
 	imp->in_tree = true;
 	mutex_unlock(&sp_imports_lock);
+
+	/*
+	 * The handle's reference is the creation reference. Once the handle
+	 * is published another thread may UNIMPORT it: imp is not touched
+	 * after that.
+	 */
 	*id = imp->id;
+	ret = xa_alloc(&f->imports, handle, imp, XA_LIMIT(1, U32_MAX),
+		       GFP_KERNEL);
+	if (ret) {
+		sp_import_end(imp, STRIXPEER_INVAL_UNIMPORT);
+		sp_import_put(imp);
+		return ret == -EBUSY ? -EMFILE : ret;
+	}
 	return 0;
 }
 
