@@ -45,6 +45,12 @@ for d in proc sys dev; do
 done
 mount -t tmpfs tmpfs "$R/tmp"
 mount -t tmpfs tmpfs "$R/run"
+# A checkout under /tmp or /run (CI's clean clones) is hidden by those:
+# bind it back, read-only (the node writes only to $out, bound below).
+if [ ! -e "$R$repo/tests/vm/node-root.sh" ]; then
+	mkdir -p "$R$repo"
+	mount --bind "$repo" "$R$repo" && mount -o remount,bind,ro "$R$repo" || exit 1
+fi
 # kver1's modules at /lib/modules; kver2's wait in /run/strixpeer-node/ until
 # the "kernel update" binds them there (guest-provision.sh node-install).
 mkdir -p "$R/run/strixpeer-node"
