@@ -48,6 +48,27 @@ static inline int peersim_reg_mr(int fd, const void *addr, uint64_t length,
 	return ret;
 }
 
+/*
+ * ibv_reg_dmabuf_mr(): registers [offset, offset + length) of the dma-buf
+ * dmabuf_fd; flags are PEERSIM_DMABUF_* (PINNED: as
+ * ib_umem_dmabuf_get_pinned()). *out (optional) receives the handle, nents
+ * and max_seg. Returns like ioctl(2).
+ */
+static inline int peersim_reg_dmabuf_mr(int fd, int dmabuf_fd, uint64_t offset,
+					uint64_t length, uint32_t access, uint32_t flags,
+					struct peersim_reg_dmabuf_mr *out)
+{
+	struct peersim_reg_dmabuf_mr r = {
+		.fd = dmabuf_fd, .flags = flags, .offset = offset,
+		.length = length, .access = access,
+	};
+	int ret = ioctl(fd, PEERSIM_IOC_REG_DMABUF_MR, &r);
+
+	if (out)
+		*out = r;
+	return ret;
+}
+
 static inline int peersim_dereg_mr(int fd, uint32_t handle)
 {
 	struct peersim_mr_handle h = { .handle = handle };
@@ -124,6 +145,69 @@ static inline uint64_t peersim_live_mrs(int fd)
 
 	CHECK(peersim_info(fd, &info) == 0, "PEERSIM_IOC_INFO: %s", strerror(errno));
 	return info.live_mrs;
+}
+
+/*
+ * Registers a dma-buf MR and checks what the module reports about it: path,
+ * range, access, and that its DMA segments (MR_SEGS) add up to nents and
+ * max_seg and stay within the device's max_seg_size. Fails the case on any
+ * error; returns the handle.
+ */
+static inline uint32_t peersim_reg_dmabuf(int fd, int dmabuf_fd, uint64_t offset,
+					  uint64_t length, uint32_t access, uint32_t flags)
+{
+	struct peersim_reg_dmabuf_mr r;
+	struct peersim_mr_info mi;
+	struct peersim_info info;
+	struct peersim_seg *segs;
+	uint64_t sum = 0, longest = 0, psz;
+	uint32_t n;
+
+	CHECK(peersim_info(fd, &info) == 0, "PEERSIM_IOC_INFO: %s", strerror(errno));
+	psz = info.page_size;
+	CHECK(peersim_reg_dmabuf_mr(fd, dmabuf_fd, offset, length, access, flags, &r) == 0,
+	      "REG_DMABUF_MR fd %d offset %" PRIu64 " length %" PRIu64 " flags %#x: %s",
+	      dmabuf_fd, offset, length, flags, strerror(errno));
+	CHECK(r.handle > 0 && r.nents > 0, "handle %u nents %u", r.handle, r.nents);
+	CHECK(r.max_seg > 0 && r.max_seg <= info.max_seg_size,
+	      "max_seg %" PRIu64 ", device max %" PRIu64, (uint64_t)r.max_seg,
+	      (uint64_t)info.max_seg_size);
+
+	CHECK(peersim_mr_info(fd, r.handle, &mi) == 0, "MR_INFO: %s", strerror(errno));
+	CHECK(mi.path == PEERSIM_PATH_DMABUF, "path %u", mi.path);
+	CHECK(mi.state == PEERSIM_MR_ACTIVE && mi.core_state == PEERSIM_CORE_MAPPED,
+	      "state %u core_state %u", mi.state, mi.core_state);
+	CHECK(mi.addr == offset && mi.length == length && mi.access == access,
+	      "addr %" PRIu64 " length %" PRIu64 " access %u", (uint64_t)mi.addr,
+	      (uint64_t)mi.length, mi.access);
+	CHECK(mi.nents == r.nents && mi.page_size == psz, "nents %u page_size %" PRIu64,
+	      mi.nents, (uint64_t)mi.page_size);
+	CHECK(mi.first_offset == offset % psz, "first_offset %" PRIu64,
+	      (uint64_t)mi.first_offset);
+	CHECK(mi.core_context == PEERSIM_NO_CORE_CONTEXT, "core_context");
+
+	n = r.nents;
+	segs = calloc(n, sizeof(*segs));
+	CHECK(segs, "calloc");
+	CHECK(peersim_mr_segs(fd, r.handle, segs, &n) == 0, "MR_SEGS: %s", strerror(errno));
+	CHECK(n == r.nents, "MR_SEGS says %u segments, REG said %u", n, r.nents);
+	for (uint32_t i = 0; i < n; i++) {
+		CHECK(segs[i].len > 0 && segs[i].len <= info.max_seg_size,
+		      "segment %u: %" PRIu64 " bytes, device max %" PRIu64, i,
+		      (uint64_t)segs[i].len, (uint64_t)info.max_seg_size);
+		sum += segs[i].len;
+		if (segs[i].len > longest)
+			longest = segs[i].len;
+	}
+	free(segs);
+	CHECK(longest == r.max_seg, "longest segment %" PRIu64 ", max_seg %" PRIu64,
+	      longest, (uint64_t)r.max_seg);
+	/* the PAGE_SIZE-aligned range, as ib_umem_dmabuf_map_pages() trims it */
+	CHECK(sum == mi.dma_bytes &&
+	      sum == (offset + length + psz - 1) / psz * psz - offset / psz * psz,
+	      "segments hold %" PRIu64 " bytes (dma_bytes %" PRIu64 ") for %" PRIu64
+	      "+%" PRIu64, sum, (uint64_t)mi.dma_bytes, offset, length);
+	return r.handle;
 }
 
 /*

@@ -61,6 +61,22 @@
  *  client->mrs' xa_lock: core_context -> MR lookup in the invalidate
  *	callback, which takes an MR reference under it.
  *
+ * dma-buf MRs (ib_umem_dmabuf) use no mapping_lock; their mapping is under
+ * the dma-buf's reservation lock, which the exporter holds when it calls
+ * move_notify:
+ *
+ *  dmabuf->resv (ww_mutex, outermost for these MRs): the attachment's
+ *	mapping (dbuf_sgt), the pin, and the MTT (mtt, nmtt, first_off,
+ *	dma_bytes, max_seg) of a dma-buf MR: map, unmap and move_notify all
+ *	run under it, as ib_umem_dmabuf_map_pages/unmap_pages do. Taken by
+ *	registration, the "page fault" that maps a moved MR again (DMA,
+ *	MR_SEGS) and deregistration; never while holding dma_sem, and nothing
+ *	that may fault (copy_{to,from}_user, mmap_lock) runs under it.
+ *  mr->dma_sem inside it: the MTT of a dma-buf MR changes only with both
+ *	held (dma_sem for writing), so DMA and MR_INFO read it under dma_sem
+ *	alone; dma_off is set with the MTT gone (moved: "needs remap") and
+ *	cleared only by a mapping that finds the MR not deregistered.
+ *
  * As with ib_core on a real HCA, a GUP registration is one DMA_BIDIRECTIONAL
  * mapping of its pages: with CONFIG_DMA_API_DEBUG, a page registered in two
  * MRs at once is reported ("cacheline tracking EEXIST, overlapping mappings
@@ -86,8 +102,10 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/completion.h>
+#include <linux/dma-buf.h>
 #include <linux/dma-direct.h>
 #include <linux/dma-mapping.h>
+#include <linux/dma-resv.h>
 #include <linux/highmem.h>
 #include <linux/kernfs.h>
 #include <linux/kobject.h>
@@ -113,7 +131,22 @@
 #include <linux/xarray.h>
 
 #include "peer_mem_abi.h"
+#include "peersim_conftest.h"
 #include "peersim_uapi.h"
+
+/* Symbol namespaces are string literals since 6.13 (cdd30ebb1b9f). */
+#ifdef PSIM_HAVE_MODULE_IMPORT_NS_IDENT
+MODULE_IMPORT_NS(DMA_BUF);
+#else
+MODULE_IMPORT_NS("DMA_BUF");
+#endif
+
+/* The importer callback for a moving buffer: renamed in 7.x. */
+#ifdef PSIM_HAVE_DMA_BUF_INVALIDATE_MAPPINGS
+#define PSIM_DMA_BUF_MOVE_NOTIFY	invalidate_mappings
+#else
+#define PSIM_DMA_BUF_MOVE_NOTIFY	move_notify
+#endif
 
 static char *semantics = "modern";
 module_param(semantics, charp, 0444);
@@ -201,8 +234,8 @@ struct psim_seg {
 /**
  * struct psim_mr - a registered memory region
  * @kref: the owning fd holds one; the invalidate callback one while it runs
- * @path: PEERSIM_PATH_GUP or PEERSIM_PATH_PEER
- * @addr: registered address
+ * @path: PEERSIM_PATH_GUP, PEERSIM_PATH_PEER or PEERSIM_PATH_DMABUF
+ * @addr: registered address (dma-buf: offset into the dma-buf)
  * @length: registered length
  * @writable: registered with PEERSIM_ACCESS_WRITE
  * @mm: the registering process's mm; pinned_vm is charged to it
@@ -238,6 +271,11 @@ struct psim_seg {
  * @first_length: ditto
  * @last_dma_length: ditto
  * @last_length: ditto
+ * @dbuf: dma-buf path: the dma-buf (the MR's own reference)
+ * @dbuf_attach: dma-buf path: the simulated HCA's dynamic attachment
+ * @dbuf_sgt: dma-buf path: the exporter's mapping while mapped (under resv)
+ * @dbuf_pinned: dma-buf path: dma_buf_pin()ned at registration
+ * @max_seg: longest @mtt entry (dma-buf path)
  */
 struct psim_mr {
 	struct kref kref;
@@ -280,6 +318,12 @@ struct psim_mr {
 	unsigned int first_length;
 	unsigned int last_dma_length;
 	unsigned int last_length;
+
+	struct dma_buf *dbuf;
+	struct dma_buf_attachment *dbuf_attach;
+	struct sg_table *dbuf_sgt;
+	bool dbuf_pinned;
+	u64 max_seg;
 };
 
 /* Per open file: its MRs, by handle. */
@@ -637,6 +681,8 @@ static void psim_mr_free(struct kref *kref)
 	struct psim_mr *mr = container_of(kref, struct psim_mr, kref);
 
 	kvfree(mr->mtt);
+	if (mr->dbuf)
+		dma_buf_put(mr->dbuf);
 	mutex_destroy(&mr->mapping_lock);
 	kfree(mr);
 }
@@ -1196,6 +1242,303 @@ static int psim_invalidate(void *reg_handle, u64 core_context)
 	return 0;
 }
 
+/* --- dma-buf path (ib_umem_dmabuf) ----------------------------------------- */
+
+/*
+ * Walks the exporter's DMA segments, keeping the part inside the MR's
+ * PAGE_SIZE-aligned range [start, end) as ib_umem_dmabuf_map_pages() trims
+ * its first and last entry, and splitting what is kept at the device's
+ * max_seg_size as the HCA writes its translation table. Counts the entries
+ * (fills out when given) and the bytes that lie in the range.
+ */
+static unsigned int psim_dmabuf_walk(struct psim_mr *mr, struct sg_table *sgt,
+				     struct psim_seg *out, u64 *covered)
+{
+	u64 start = ALIGN_DOWN(mr->addr, PAGE_SIZE);
+	u64 end = ALIGN(mr->addr + mr->length, PAGE_SIZE);
+	u64 max = dma_get_max_seg_size(psim_dev);
+	struct scatterlist *sg;
+	unsigned int n = 0;
+	u64 cur = 0;
+	int i;
+
+	*covered = 0;
+	for_each_sgtable_dma_sg(sgt, sg, i) {
+		u64 len = sg_dma_len(sg);
+		u64 s = max(cur, start), e = min(cur + len, end);
+
+		if (s < e) {
+			dma_addr_t addr = sg_dma_address(sg) + (s - cur);
+
+			*covered += e - s;
+			while (s < e) {
+				u64 k = min(e - s, max);
+
+				if (out) {
+					out[n].addr = addr;
+					out[n].len = k;
+				}
+				n++;
+				addr += k;
+				s += k;
+			}
+		}
+		cur += len;
+		if (cur >= end)
+			break;
+	}
+	return n;
+}
+
+/* Gives the exporter its mapping back. Context: resv held, DMA fenced. */
+static void psim_dmabuf_unmap(struct psim_mr *mr)
+{
+	dma_resv_assert_held(mr->dbuf->resv);
+	lockdep_assert_held_write(&mr->dma_sem);
+
+	if (!mr->dbuf_sgt)
+		return;
+	kvfree(mr->mtt);
+	mr->mtt = NULL;
+	mr->nmtt = 0;
+	mr->dma_bytes = 0;
+	mr->max_seg = 0;
+	dma_buf_unmap_attachment(mr->dbuf_attach, mr->dbuf_sgt,
+				 DMA_BIDIRECTIONAL);
+	mr->dbuf_sgt = NULL;
+}
+
+/*
+ * ib_umem_dmabuf_map_pages(): maps the attachment unless it is mapped,
+ * builds the MTT from the exporter's table, waits for the kernel fences
+ * (the exporter's moves), and only then lets DMA in.
+ * Context: resv held; takes dma_sem.
+ */
+static int psim_dmabuf_map(struct psim_mr *mr)
+{
+	struct dma_resv *resv = mr->dbuf->resv;
+	struct psim_seg *mtt = NULL;
+	struct sg_table *sgt;
+	unsigned int n, i;
+	u64 covered, need;
+	long lret;
+
+	dma_resv_assert_held(resv);
+
+	if (!mr->dbuf_sgt) {
+		sgt = dma_buf_map_attachment(mr->dbuf_attach, DMA_BIDIRECTIONAL);
+		if (IS_ERR(sgt))
+			return PTR_ERR(sgt);
+		need = ALIGN(mr->addr + mr->length, PAGE_SIZE) -
+		       ALIGN_DOWN(mr->addr, PAGE_SIZE);
+		n = psim_dmabuf_walk(mr, sgt, NULL, &covered);
+		if (!n || covered < need) {
+			pr_err("dma-buf exporter %s: DMA mapping covers %llu of the %llu bytes at offset %#lx (buffer %zu bytes)\n",
+			       mr->dbuf->exp_name, covered, need,
+			       ALIGN_DOWN(mr->addr, PAGE_SIZE), mr->dbuf->size);
+			dma_buf_unmap_attachment(mr->dbuf_attach, sgt,
+						 DMA_BIDIRECTIONAL);
+			return -EINVAL;
+		}
+		mtt = kvmalloc_array(n, sizeof(*mtt), GFP_KERNEL);
+		if (!mtt) {
+			dma_buf_unmap_attachment(mr->dbuf_attach, sgt,
+						 DMA_BIDIRECTIONAL);
+			return -ENOMEM;
+		}
+		psim_dmabuf_walk(mr, sgt, mtt, &covered);
+
+		down_write(&mr->dma_sem);
+		mr->dbuf_sgt = sgt;
+		mr->mtt = mtt;
+		mr->nmtt = n;
+		mr->first_off = mr->addr & ~PAGE_MASK;
+		mr->dma_bytes = covered;
+		mr->max_seg = 0;
+		for (i = 0; i < n; i++)
+			mr->max_seg = max(mr->max_seg, mtt[i].len);
+		up_write(&mr->dma_sem);
+	}
+
+	/*
+	 * The table is valid now, the contents may not be yet: wait for the
+	 * exporter's move (kernel fences) to finish.
+	 */
+	lret = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_KERNEL, false,
+				     MAX_SCHEDULE_TIMEOUT);
+	if (lret <= 0) {
+		down_write(&mr->dma_sem);
+		mr->dma_off = true;
+		psim_dmabuf_unmap(mr);
+		up_write(&mr->dma_sem);
+		return lret ? (int)lret : -ETIMEDOUT;
+	}
+
+	down_write(&mr->dma_sem);
+	if (!mr->deregistered)
+		mr->dma_off = false;
+	up_write(&mr->dma_sem);
+	return 0;
+}
+
+/*
+ * The "page fault" of a dma-buf MR the exporter moved: maps it again under
+ * the reservation lock, as mlx5's ODP fault handler does for dma-buf MRs.
+ * Nothing to do when it is mapped (or pinned, which never moves).
+ */
+static int psim_dmabuf_fault(struct psim_mr *mr)
+{
+	struct dma_resv *resv = mr->dbuf->resv;
+	int ret;
+
+	if (READ_ONCE(mr->dbuf_sgt) || mr->dbuf_pinned)
+		return 0;
+	ret = dma_resv_lock_interruptible(resv, NULL);
+	if (ret)
+		return ret;
+	/*
+	 * Deregistration fences before it takes resv to unmap and detach:
+	 * seen here, the attachment may be gone.
+	 */
+	down_read(&mr->dma_sem);
+	ret = mr->deregistered ? -ENOENT : 0;
+	up_read(&mr->dma_sem);
+	if (!ret)
+		ret = psim_dmabuf_map(mr);
+	dma_resv_unlock(resv);
+	return ret;
+}
+
+/*
+ * move_notify (7.x: invalidate_mappings): the exporter is about to move the
+ * buffer. Fences the MR's DMA (waits for in-flight transfers, as mlx5
+ * zaps the MTT and waits), gives the mapping back, and leaves the MR to be
+ * mapped again at its next use. Context: the exporter holds resv.
+ */
+static void psim_dmabuf_move_notify(struct dma_buf_attachment *attach)
+{
+	struct psim_mr *mr = attach->importer_priv;
+
+	dma_resv_assert_held(attach->dmabuf->resv);
+
+	atomic_inc(&mr->free_callbacks);
+	down_write(&mr->dma_sem);
+	mr->dma_off = true;
+	mr->invalidated_at_ns = ktime_get_ns();
+	psim_dmabuf_unmap(mr);
+	up_write(&mr->dma_sem);
+}
+
+static const struct dma_buf_attach_ops psim_dmabuf_attach_ops = {
+	.allow_peer2peer = true,
+	.PSIM_DMA_BUF_MOVE_NOTIFY = psim_dmabuf_move_notify,
+};
+
+/* A pinned attachment must never be moved (ib_core only warns). */
+static void psim_dmabuf_pinned_move_notify(struct dma_buf_attachment *attach)
+{
+	struct psim_mr *mr = attach->importer_priv;
+
+	atomic_inc(&mr->free_callbacks);
+	dev_warn_ratelimited(psim_dev,
+			     "move_notify for a pinned dma-buf MR (exporter %s)\n",
+			     attach->dmabuf->exp_name);
+}
+
+static const struct dma_buf_attach_ops psim_dmabuf_pinned_attach_ops = {
+	.allow_peer2peer = true,
+	.PSIM_DMA_BUF_MOVE_NOTIFY = psim_dmabuf_pinned_move_notify,
+};
+
+/*
+ * ib_umem_dmabuf_get() (+ _pinned()) and the first mapping mlx5 makes at
+ * registration. Reports the mapping's entries and longest entry.
+ */
+static int psim_dmabuf_get(struct psim_mr *mr, int fd, bool pinned,
+			   u32 *nents, u64 *max_seg)
+{
+	struct dma_buf_attachment *attach;
+	struct dma_buf *dbuf;
+	u64 end;
+	int ret;
+
+	if (!mr->length || check_add_overflow((u64)mr->addr, (u64)mr->length, &end))
+		return -EINVAL;
+	dbuf = dma_buf_get(fd);
+	if (IS_ERR(dbuf)) {
+		ret = PTR_ERR(dbuf);
+		/* dma_buf_get() says EINVAL for a file that is no dma-buf */
+		return ret == -EINVAL ? -EBADF : ret;
+	}
+	if (end > dbuf->size) {
+		ret = -EINVAL;
+		goto out_put;
+	}
+	mr->dbuf = dbuf;
+	mr->path = PEERSIM_PATH_DMABUF;
+	mr->page_size = PAGE_SIZE;
+	mr->dbuf_pinned = pinned;
+	mr->dma_off = true;	/* until mapped */
+
+	attach = dma_buf_dynamic_attach(dbuf, psim_dev,
+					pinned ? &psim_dmabuf_pinned_attach_ops :
+						 &psim_dmabuf_attach_ops, mr);
+	if (IS_ERR(attach)) {
+		ret = PTR_ERR(attach);
+		goto out_put;
+	}
+	mr->dbuf_attach = attach;
+
+	dma_resv_lock(dbuf->resv, NULL);
+	if (pinned) {
+		ret = dma_buf_pin(attach);
+		if (ret)
+			goto out_unlock;
+	}
+	ret = psim_dmabuf_map(mr);
+	if (ret)
+		goto out_unpin;
+	/* the MTT is stable while resv is held */
+	*nents = mr->nmtt;
+	*max_seg = mr->max_seg;
+	dma_resv_unlock(dbuf->resv);
+	return 0;
+
+out_unpin:
+	if (pinned)
+		dma_buf_unpin(attach);
+out_unlock:
+	dma_resv_unlock(dbuf->resv);
+	dma_buf_detach(dbuf, attach);
+	mr->dbuf_attach = NULL;
+out_put:
+	mr->dbuf = NULL;
+	dma_buf_put(dbuf);
+	return ret;
+}
+
+/*
+ * ib_umem_dmabuf_release(), except that the dma-buf reference goes with
+ * the MR's last reference (psim_mr_free()): an ioctl still holding the MR
+ * may look at its reservation lock. Context: the MR is fenced
+ * (deregistered).
+ */
+static void psim_dmabuf_release(struct psim_mr *mr)
+{
+	struct dma_buf *dbuf = mr->dbuf;
+
+	dma_resv_lock(dbuf->resv, NULL);
+	down_write(&mr->dma_sem);
+	psim_dmabuf_unmap(mr);
+	up_write(&mr->dma_sem);
+	if (mr->dbuf_pinned)
+		dma_buf_unpin(mr->dbuf_attach);
+	dma_resv_unlock(dbuf->resv);
+
+	dma_buf_detach(dbuf, mr->dbuf_attach);
+	mr->dbuf_attach = NULL;
+}
+
 /* --- registration / deregistration (ib_umem_get / ib_umem_release) ------- */
 
 static int psim_peer_get(struct psim_mr *mr, int gup_ret)
@@ -1257,6 +1600,8 @@ static void psim_mr_dereg(struct psim_mr *mr)
 	psim_mr_fence(mr, false);
 	if (mr->path == PEERSIM_PATH_GUP)
 		psim_gup_release(mr);
+	else if (mr->path == PEERSIM_PATH_DMABUF)
+		psim_dmabuf_release(mr);
 	else if (psim_legacy)
 		psim_peer_dereg_legacy(mr);
 	else
@@ -1351,7 +1696,7 @@ static int psim_dma(struct psim_file *f, const struct peersim_dma *d,
 		    bool to_mem)
 {
 	void __user *ubuf = u64_to_user_ptr(d->buf);
-	unsigned int si = 0;
+	unsigned int si;
 	struct psim_mr *mr;
 	u64 done = 0, soff;
 	void *bounce;
@@ -1377,11 +1722,6 @@ static int psim_dma(struct psim_file *f, const struct peersim_dma *d,
 		goto out_put;
 	}
 
-	/* find the segment of the first byte */
-	soff = mr->first_off + d->offset;
-	while (si < mr->nmtt && soff >= mr->mtt[si].len)
-		soff -= mr->mtt[si++].len;
-
 	do {
 		size_t n = min_t(u64, d->length - done, PSIM_DMA_CHUNK);
 
@@ -1389,14 +1729,34 @@ static int psim_dma(struct psim_file *f, const struct peersim_dma *d,
 			ret = -EFAULT;
 			break;
 		}
+		if (mr->path == PEERSIM_PATH_DMABUF) {
+			ret = psim_dmabuf_fault(mr);
+			if (ret)
+				break;
+		}
 		/* No fault may happen under dma_sem: see the locking notes. */
 		ret = down_read_killable(&mr->dma_sem);
 		if (ret)
 			break;
-		if (mr->dma_off)
+		if (mr->dma_off && !mr->deregistered && !mr->invalidated) {
+			/* a dma-buf MR moved since the fault: map it again */
+			up_read(&mr->dma_sem);
+			if (fatal_signal_pending(current)) {
+				ret = -EINTR;
+				break;
+			}
+			continue;
+		}
+		if (mr->dma_off) {
 			ret = mr->deregistered ? -ENOENT : -ENOLINK;
-		else if (n)
+		} else if (n) {
+			/* find the chunk's first byte (the MTT may be new) */
+			si = 0;
+			soff = mr->first_off + d->offset + done;
+			while (si < mr->nmtt && soff >= mr->mtt[si].len)
+				soff -= mr->mtt[si++].len;
 			ret = psim_dma_chunk(mr, &si, &soff, bounce, n, to_mem);
+		}
 		up_read(&mr->dma_sem);
 		if (ret)
 			break;
@@ -1470,6 +1830,45 @@ out_free:
 	return ret;
 }
 
+/* ibv_reg_dmabuf_mr(): ib_umem_dmabuf_get() or ib_umem_dmabuf_get_pinned() */
+static int psim_ioc_reg_dmabuf_mr(struct psim_file *f, void *data)
+{
+	struct peersim_reg_dmabuf_mr *r = data;
+	struct psim_mr *mr;
+	u64 max_seg;
+	u32 handle, nents;
+	int ret;
+
+	if ((r->flags & ~PEERSIM_DMABUF_FLAGS) ||
+	    (r->access & ~PEERSIM_ACCESS_ALL) || r->reserved)
+		return -EINVAL;
+	if (r->offset != (unsigned long)r->offset || r->length != (size_t)r->length)
+		return -EINVAL;
+	mr = psim_mr_alloc(r->offset, r->length, r->access & PEERSIM_ACCESS_WRITE);
+	if (!mr)
+		return -ENOMEM;
+	ret = psim_dmabuf_get(mr, r->fd, r->flags & PEERSIM_DMABUF_PINNED,
+			      &nents, &max_seg);
+	if (ret)
+		goto out_free;
+
+	atomic64_inc(&psim_live_mrs);
+	ret = xa_alloc(&f->mrs, &handle, mr, XA_LIMIT(1, INT_MAX), GFP_KERNEL);
+	if (ret) {
+		psim_mr_dereg(mr);
+		return ret;
+	}
+	r->handle = handle;
+	r->nents = nents;
+	r->max_seg = max_seg;
+	return 0;
+
+out_free:
+	mmdrop(mr->mm);
+	psim_mr_put(mr);
+	return ret;
+}
+
 static int psim_dereg_handle(struct psim_file *f, u32 handle)
 {
 	struct psim_mr *mr = xa_erase(&f->mrs, handle);
@@ -1484,6 +1883,14 @@ static int psim_dereg_handle(struct psim_file *f, u32 handle)
 static void psim_ioc_reg_mr_undo(struct psim_file *f, void *data)
 {
 	struct peersim_reg_mr *r = data;
+
+	psim_dereg_handle(f, r->handle);
+}
+
+/* REG_DMABUF_MR's result could not be copied out: the MR goes again. */
+static void psim_ioc_reg_dmabuf_mr_undo(struct psim_file *f, void *data)
+{
+	struct peersim_reg_dmabuf_mr *r = data;
 
 	psim_dereg_handle(f, r->handle);
 }
@@ -1511,16 +1918,23 @@ static int psim_ioc_mr_info(struct psim_file *f, void *data)
 	down_read(&mr->dma_sem);
 	info->state = mr->invalidated ? PEERSIM_MR_INVALIDATED : PEERSIM_MR_ACTIVE;
 	info->invalidated_at_ns = mr->invalidated_at_ns;
+	/* a dma-buf MR's MTT changes under dma_sem (locking notes) */
+	info->nents = mr->nmtt;
+	info->dma_bytes = mr->dma_bytes;
+	info->first_offset = mr->first_off;
+	if (mr->path == PEERSIM_PATH_DMABUF)
+		info->core_state = mr->nmtt ? PEERSIM_CORE_MAPPED :
+					      PEERSIM_CORE_UNMAPPED;
 	up_read(&mr->dma_sem);
 	info->path = mr->path;
-	info->nents = mr->nmtt;
 	info->page_size = mr->page_size;
 	info->addr = mr->addr;
 	info->length = mr->length;
 	info->free_callbacks = atomic_read(&mr->free_callbacks);
 	info->access = mr->writable ? PEERSIM_ACCESS_WRITE : 0;
 	info->core_context = PEERSIM_NO_CORE_CONTEXT;
-	info->core_state = PEERSIM_CORE_UNMAPPED;
+	if (mr->path == PEERSIM_PATH_GUP)
+		info->core_state = PEERSIM_CORE_UNMAPPED;
 	if (mr->path == PEERSIM_PATH_PEER) {
 		/* what get_pages() got: legacy cores pass 0 for "none" */
 		info->core_context = mr->xa_id;
@@ -1530,8 +1944,6 @@ static int psim_ioc_mr_info(struct psim_file *f, void *data)
 		info->core_state = mr->state;
 		mutex_unlock(&mr->mapping_lock);
 	}
-	info->dma_bytes = mr->dma_bytes;
-	info->first_offset = mr->first_off;
 	psim_mr_put(mr);
 	return 0;
 }
@@ -1540,29 +1952,55 @@ static int psim_ioc_mr_segs(struct psim_file *f, void *data)
 {
 	struct peersim_mr_segs *s = data;
 	struct peersim_seg __user *useg = u64_to_user_ptr(s->segs);
-	struct peersim_seg seg;
+	struct peersim_seg *snap = NULL;
+	unsigned int i, n, total;
 	struct psim_mr *mr;
-	unsigned int i, n;
 	int ret = 0;
 
 	mr = psim_file_get_mr(f, s->handle);
 	if (!mr)
 		return -ENOENT;
-	/* Read without dma_sem: copy_to_user may fault (locking notes). */
-	if (READ_ONCE(mr->invalidated)) {
-		ret = -ENOLINK;
-		goto out_put;
-	}
-	n = min(s->count, mr->nmtt);
-	for (i = 0; i < n; i++) {
-		seg.dma_addr = mr->mtt[i].addr;
-		seg.len = mr->mtt[i].len;
-		if (copy_to_user(&useg[i], &seg, sizeof(seg))) {
-			ret = -EFAULT;
-			goto out_put;
+	/*
+	 * Snapshot under dma_sem (a dma-buf MR's MTT may be replaced), copy
+	 * out without it: copy_to_user may fault (locking notes).
+	 */
+	for (;;) {
+		if (mr->path == PEERSIM_PATH_DMABUF) {
+			ret = psim_dmabuf_fault(mr);
+			if (ret)
+				goto out_put;
 		}
+		down_read(&mr->dma_sem);
+		if (mr->invalidated) {
+			ret = -ENOLINK;
+		} else if (mr->dma_off && !mr->deregistered) {
+			/* a dma-buf MR moved since the fault: map it again */
+			up_read(&mr->dma_sem);
+			if (fatal_signal_pending(current)) {
+				ret = -EINTR;
+				goto out_put;
+			}
+			continue;
+		}
+		total = mr->nmtt;
+		n = min(s->count, total);
+		if (!ret && n) {
+			snap = kvmalloc_array(n, sizeof(*snap), GFP_KERNEL);
+			if (!snap)
+				ret = -ENOMEM;
+			for (i = 0; snap && i < n; i++) {
+				snap[i].dma_addr = mr->mtt[i].addr;
+				snap[i].len = mr->mtt[i].len;
+			}
+		}
+		up_read(&mr->dma_sem);
+		break;
 	}
-	s->count = mr->nmtt;
+	if (!ret && n && copy_to_user(useg, snap, n * sizeof(*snap)))
+		ret = -EFAULT;
+	if (!ret)
+		s->count = total;
+	kvfree(snap);
 out_put:
 	psim_mr_put(mr);
 	return ret;
@@ -1663,6 +2101,8 @@ static const struct psim_ioctl_desc psim_ioctls[] = {
 		   psim_ioc_mr_segs, NULL),
 	PSIM_IOCTL(PEERSIM_IOC_CLIENTS, struct peersim_clients,
 		   psim_ioc_clients, NULL),
+	PSIM_IOCTL(PEERSIM_IOC_REG_DMABUF_MR, struct peersim_reg_dmabuf_mr,
+		   psim_ioc_reg_dmabuf_mr, psim_ioc_reg_dmabuf_mr_undo),
 };
 
 union psim_ioctl_data {
@@ -1673,6 +2113,7 @@ union psim_ioctl_data {
 	struct peersim_dma dma;
 	struct peersim_mr_segs segs;
 	struct peersim_clients clients;
+	struct peersim_reg_dmabuf_mr reg_dmabuf;
 };
 
 static long psim_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)

@@ -19,12 +19,26 @@
  * the process exiting) deregisters them all. Handles are only valid on
  * that fd.
  *
+ * dma-buf MRs (PEERSIM_IOC_REG_DMABUF_MR, like ibv_reg_dmabuf_mr()) are
+ * registered as ib_umem_dmabuf_get() / ib_umem_dmabuf_get_pinned() do: a
+ * dynamic attachment of the simulated HCA's device (peer-to-peer allowed),
+ * mapped under the dma-buf's reservation lock after the kernel fences
+ * signalled. A dynamic MR whose exporter moves the buffer (move_notify /
+ * invalidate_mappings) is fenced and unmapped, and mapped again by the next
+ * DMA or MR_SEGS, as an ODP page fault maps it on mlx5; MR_INFO's
+ * free_callbacks counts such moves. A pinned MR is mapped once and never
+ * moves. They count no RLIMIT_MEMLOCK (neither does ib_core).
+ *
  * Errors worth knowing:
  *   EINVAL  bad flags/reserved/size; zero length; addr + length overflows;
  *	     DMA range outside the MR; a peer client returned an unusable
  *	     mapping (page size not a power of two, too few DMA bytes, ...:
  *	     see dmesg); legacy semantics: the registration was invalidated
- *	     before it was activated
+ *	     before it was activated; REG_DMABUF_MR: offset + length
+ *	     overflows or exceeds the dma-buf's size, or the exporter's DMA
+ *	     mapping does not cover the range (see dmesg)
+ *   EBADF   REG_DMABUF_MR: fd is not open, or not a dma-buf (ib_core
+ *	     passes on dma_buf_get()'s EINVAL for the latter)
  *   ENOENT  no MR with that handle on this fd (or it was deregistered)
  *   ENOLINK the MR was invalidated by its peer client: no more DMA
  *   EACCES  DMA_WRITE into an MR registered without PEERSIM_ACCESS_WRITE
@@ -36,6 +50,8 @@
  *   EINTR   fatal signal while registering (reg_delay_ms) or waiting for
  *	     the DMA fence
  *   EIO     DMA hit an address that is not RAM (no struct page)
+ *   ETIMEDOUT, EINTR, other  (dma-buf MRs) waiting for the dma-buf's
+ *	     kernel fences failed, or what the exporter's pin/map returned
  *   other   whatever a peer client's get_pages/dma_map returned
  */
 #ifndef _UAPI_SP_PEERSIM_H
@@ -63,14 +79,20 @@
 /* peersim_reg_mr.path, peersim_mr_info.path */
 #define PEERSIM_PATH_GUP		1 /* pinned with pin_user_pages_fast() */
 #define PEERSIM_PATH_PEER		2 /* claimed by a peer-memory client */
+#define PEERSIM_PATH_DMABUF		3 /* a dma-buf MR (ibv_reg_dmabuf_mr) */
+
+/* peersim_reg_dmabuf_mr.flags */
+#define PEERSIM_DMABUF_PINNED		(1U << 0) /* ib_umem_dmabuf_get_pinned() */
+#define PEERSIM_DMABUF_FLAGS		PEERSIM_DMABUF_PINNED
 
 /* peersim_mr_info.state */
 #define PEERSIM_MR_ACTIVE		1
 #define PEERSIM_MR_INVALIDATED		2 /* the client invalidated it */
 
 /* peersim_mr_info.core_state: the core's mapping state of a peer MR */
-#define PEERSIM_CORE_UNMAPPED		0 /* not mapped (GUP MRs: always) */
-#define PEERSIM_CORE_MAPPED		1 /* client's mapping in use */
+/* not mapped (GUP MRs: always; dma-buf MRs: moved, mapped at next use) */
+#define PEERSIM_CORE_UNMAPPED		0
+#define PEERSIM_CORE_MAPPED		1 /* client's (exporter's) mapping in use */
 #define PEERSIM_CORE_INVALIDATED	2 /* client unmaps itself (INVALIDATE_UNMAPS) */
 
 /* peersim_mr_info.core_context when the client gets no invalidation id */
@@ -139,13 +161,14 @@ struct peersim_mr_handle {
  * @handle: in: the MR
  * @state: out: PEERSIM_MR_*
  * @path: out: PEERSIM_PATH_*
- * @nents: out: DMA segments
- * @page_size: out: as in peersim_reg_mr
- * @addr: out: registered address
+ * @nents: out: DMA segments (dma-buf MRs: 0 while moved away)
+ * @page_size: out: as in peersim_reg_mr (dma-buf MRs: PAGE_SIZE)
+ * @addr: out: registered address (dma-buf MRs: the offset into the dma-buf)
  * @length: out: registered length
  * @invalidated_at_ns: out: ktime_get_ns() when the invalidate callback
- *	fenced the MR, 0 if never
- * @free_callbacks: out: invalidate callbacks that named this MR
+ *	fenced the MR (dma-buf MRs: the last move_notify), 0 if never
+ * @free_callbacks: out: invalidate callbacks that named this MR (dma-buf
+ *	MRs: move_notify calls for its attachment)
  * @access: out: PEERSIM_ACCESS_*
  * @core_context: out: the core_context the client got in get_pages
  *	(a client without the invalidate callback gets 0xffffffff from a
@@ -210,7 +233,7 @@ struct peersim_seg {
  *
  * The segments are what the "HCA" uses (after the core's first/last
  * trimming for client page sizes above PAGE_SIZE). ENOLINK once the MR was
- * invalidated.
+ * invalidated. A dma-buf MR moved by its exporter is mapped again first.
  */
 struct peersim_mr_segs {
 	__u32 handle;
@@ -256,6 +279,36 @@ struct peersim_clients {
 	__u64 clients;
 };
 
+/**
+ * struct peersim_reg_dmabuf_mr - PEERSIM_IOC_REG_DMABUF_MR, like
+ *	ibv_reg_dmabuf_mr()
+ * @fd: in: dma-buf file descriptor (the MR keeps its own reference)
+ * @flags: in: PEERSIM_DMABUF_*
+ * @offset: in: byte offset into the dma-buf (any alignment)
+ * @length: in: bytes, > 0, offset + length <= dma-buf size
+ * @access: in: PEERSIM_ACCESS_*
+ * @handle: out: MR handle (> 0) on this fd
+ * @nents: out: DMA segments of the mapping (as PEERSIM_IOC_MR_SEGS returns
+ *	them: the exporter's segments trimmed to the PAGE_SIZE-aligned range,
+ *	split at the device's max_seg_size)
+ * @reserved: zero
+ * @max_seg: out: longest DMA segment in bytes
+ *
+ * DEREG_MR, MR_INFO (path PEERSIM_PATH_DMABUF), MR_SEGS, DMA_WRITE and
+ * DMA_READ work on it as on other MRs.
+ */
+struct peersim_reg_dmabuf_mr {
+	__s32 fd;
+	__u32 flags;
+	__u64 offset;
+	__u64 length;
+	__u32 access;
+	__u32 handle;
+	__u32 nents;
+	__u32 reserved;
+	__u64 max_seg;
+};
+
 #define PEERSIM_IOC_INFO	_IOR(PEERSIM_IOC_MAGIC, 0x00, struct peersim_info)
 #define PEERSIM_IOC_REG_MR	_IOWR(PEERSIM_IOC_MAGIC, 0x01, struct peersim_reg_mr)
 #define PEERSIM_IOC_DEREG_MR	_IOW(PEERSIM_IOC_MAGIC, 0x02, struct peersim_mr_handle)
@@ -264,5 +317,6 @@ struct peersim_clients {
 #define PEERSIM_IOC_DMA_READ	_IOW(PEERSIM_IOC_MAGIC, 0x05, struct peersim_dma)
 #define PEERSIM_IOC_MR_SEGS	_IOWR(PEERSIM_IOC_MAGIC, 0x06, struct peersim_mr_segs)
 #define PEERSIM_IOC_CLIENTS	_IOWR(PEERSIM_IOC_MAGIC, 0x07, struct peersim_clients)
+#define PEERSIM_IOC_REG_DMABUF_MR _IOWR(PEERSIM_IOC_MAGIC, 0x08, struct peersim_reg_dmabuf_mr)
 
 #endif /* _UAPI_SP_PEERSIM_H */

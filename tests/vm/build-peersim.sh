@@ -17,7 +17,7 @@ kdir=$(tests/vm/kernels.sh kdir "$kver")
 bdir=$PWD/build/kmod/$kver/peersim
 rm -rf "$bdir"
 mkdir -p "$bdir"
-cp tests/kmod/Kbuild tests/kmod/*.c tests/kmod/*.h "$bdir/"
+cp tests/kmod/Kbuild tests/kmod/conftest.sh tests/kmod/*.c tests/kmod/*.h "$bdir/"
 if ! make -C "$kdir" M="$bdir" "$@" modules > "$bdir/build.log" 2>&1; then
 	echo "build-peersim.sh: build for $kver failed, see $bdir/build.log" >&2
 	tail -n 20 "$bdir/build.log" >&2
