@@ -39,7 +39,7 @@ LIB_SO := $(B)/$(SONAME).0.0
 NL_CFLAGS := $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null || echo -I/usr/include/libnl3)
 NL_LIBS := $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null || echo -lnl-genl-3 -lnl-3)
 
-LIB_SRC := user/lib/libstrixpeer.c user/lib/ctl.c
+LIB_SRC := user/lib/libstrixpeer.c user/lib/ctl.c user/lib/reg.c
 LIB_OBJ := $(patsubst user/lib/%.c,$(B)/lib/%.o,$(LIB_SRC))
 LIB_HDR := include/strixpeer.h include/uapi/strixpeer.h user/lib/internal.h
 CLI_SRC := user/cli/strixpeerctl.c user/cli/print.c
@@ -54,7 +54,7 @@ TEST_HDR := $(wildcard tests/*.h)
 all: module user
 
 # The sanitizer build of the test programs that need no verbs device.
-ASAN_TESTS := abi lifetime limits netlink
+ASAN_TESTS := abi lifetime limits netlink rdma_regmr
 ASAN_BIN := $(patsubst %,$(B)/asan/%,$(ASAN_TESTS))
 
 user: lib $(TEST_BIN) $(ASAN_BIN)
@@ -77,11 +77,12 @@ $(B) $(B)/tests $(B)/lib:
 	mkdir -p $@
 
 $(B)/lib/%.o: user/lib/%.c $(LIB_HDR) | $(B)/lib
-	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -fPIC -c -o $@ $<
+	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -DSP_SYMVER -fPIC -c -o $@ $<
 
 $(LIB_SO): $(LIB_OBJ) user/lib/libstrixpeer.map
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) \
-		-Wl,--version-script=user/lib/libstrixpeer.map -o $@ $(LIB_OBJ) $(NL_LIBS)
+		-Wl,--version-script=user/lib/libstrixpeer.map -o $@ $(LIB_OBJ) $(NL_LIBS) \
+		-libverbs
 	ln -sf $(SONAME).0.0 $(B)/$(SONAME)
 	ln -sf $(SONAME).0.0 $(B)/libstrixpeer.so
 
@@ -100,14 +101,14 @@ $(B)/strixpeer.pc: user/lib/strixpeer.pc.in VERSION | $(B)
 # Test programs link the static library, so they run anywhere (VM included).
 $(B)/tests/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(B)/libstrixpeer.a | $(B)/tests
 	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests -o $@ $< $(B)/libstrixpeer.a \
-		$(if $(filter rdma_%,$*),-libverbs) $(NL_LIBS) -lpthread
+		-libverbs $(NL_LIBS) -lpthread
 
 # Library and test compiled together with AddressSanitizer and UBSan.
 $(B)/asan/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(LIB_SRC)
 	@mkdir -p $(B)/asan
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
-		-Itests -o $@ $< $(LIB_SRC) $(NL_LIBS) -lpthread
+		-Itests -o $@ $< $(LIB_SRC) -libverbs $(NL_LIBS) -lpthread
 
 deps:
 	./scripts/install-deps.sh

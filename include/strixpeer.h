@@ -205,6 +205,25 @@ int sp_buf_query(const struct sp_buf *buf, struct sp_buf_info *info);
  */
 int sp_buf_free(struct sp_buf *buf);
 
+/** sp_buf_export() flags (same values as the kernel ABI's) */
+#define SP_EXPORT_CLOEXEC	(1U << 0) /**< the fd is close-on-exec */
+#define SP_EXPORT_RDWR		(1U << 1) /**< read-write (else read-only) */
+
+/**
+ * sp_buf_export() - a new dma-buf of the whole buffer (since STRIXPEER_1.3)
+ * @buf: buffer
+ * @flags: SP_EXPORT_* bits
+ * @fdp: receives the dma-buf file descriptor; the caller closes it
+ *
+ * Hand the fd to a GPU (amdgpu/HIP import, DRM PRIME), to
+ * ibv_reg_dmabuf_mr(), to another process (SCM_RIGHTS) or mmap(2) it.
+ * The memory stays while any dma-buf reference exists, even after
+ * sp_buf_free() and close(). The pages never move. Needs module ABI 1.2.
+ *
+ * Return: 0 or negative errno (-EMFILE: no free fd).
+ */
+int sp_buf_export(struct sp_buf *buf, unsigned int flags, int *fdp);
+
 /**
  * sp_import_dmabuf() - declare where a dma-buf's bytes are mapped
  * @dev: handle
@@ -307,6 +326,9 @@ struct sp_buf_entry {
 	uint32_t map_count;
 	int pinned;			/**< pages held by a driver (an MR) */
 	int exported;			/**< exported as dma-buf */
+	/* since STRIXPEER_1.3 */
+	uint32_t exports;		/**< live dma-bufs of the buffer */
+	uint32_t attachments;		/**< devices attached to them */
 };
 
 /** Node-wide counters, as returned by sp_ctl_stats(). */
@@ -341,6 +363,17 @@ enum sp_event_type {
 	SP_EVENT_PEER,			/**< @peer, @import_id, @pid, @size
 					 *   (and @reason) are set; only with
 					 *   SP_MONITOR_PEER */
+	SP_EVENT_EXPORT,		/**< @export_event, @buf, @pid (and
+					 *   @device) are set; only with
+					 *   SP_MONITOR_EXPORT */
+};
+
+/** sp_event.export_event: what happened to a dma-buf of a buffer */
+enum sp_export_event {
+	SP_EXPORT_CREATE = 1,		/**< a dma-buf of the buffer was made */
+	SP_EXPORT_ATTACH,		/**< a device (@device) attached */
+	SP_EXPORT_DETACH,		/**< a device (@device) detached */
+	SP_EXPORT_RELEASE,		/**< the last reference to a dma-buf went */
 };
 
 /** sp_event.peer: what the PeerDirect client did */
@@ -361,6 +394,7 @@ enum sp_inval_reason {
 
 /** sp_ctl_monitor_ex() flags */
 #define SP_MONITOR_PEER		(1U << 0) /**< also PeerDirect events */
+#define SP_MONITOR_EXPORT	(1U << 1) /**< also dma-buf export events (1.3) */
 
 /** sp_event.limit: which limit refused an allocation */
 enum sp_limit {
@@ -382,6 +416,9 @@ struct sp_event {
 	enum sp_peer_event peer;
 	uint32_t import_id;
 	enum sp_inval_reason reason;
+	/* since STRIXPEER_1.3, with SP_MONITOR_EXPORT */
+	enum sp_export_event export_event;
+	char device[64];		/**< importer's device (attach, detach) */
 };
 
 /**
@@ -505,6 +542,129 @@ int sp_ctl_monitor(struct sp_ctl *ctl,
  */
 int sp_ctl_monitor_ex(struct sp_ctl *ctl, unsigned int flags,
 		      int (*cb)(const struct sp_event *ev, void *arg), void *arg);
+
+/*
+ * Registering memory with a NIC (since STRIXPEER_1.3). libstrixpeer links
+ * libibverbs for these; struct ibv_pd and struct ibv_mr come from
+ * <infiniband/verbs.h>.
+ */
+struct ibv_pd;
+struct ibv_mr;
+
+/** Opaque handle on a registration made by sp_reg_mr(). */
+struct sp_mr;
+
+/** How sp_reg_mr() registered a range. */
+enum sp_reg_path {
+	SP_REG_PLAIN = 1,	/**< ibv_reg_mr(), the pages pinned normally */
+	SP_REG_DMABUF,		/**< ibv_reg_dmabuf_mr() on the range's dma-buf */
+	SP_REG_PEERDIRECT,	/**< ibv_reg_mr(), claimed by strixpeer's
+				 *   PeerDirect client through an import */
+};
+
+/** sp_reg_mr() flags */
+#define SP_REG_NO_PLAIN		(1U << 0) /**< never the plain path */
+#define SP_REG_NO_DMABUF	(1U << 1) /**< never ibv_reg_dmabuf_mr() */
+#define SP_REG_NO_PEERDIRECT	(1U << 2) /**< never through an import */
+#define SP_REG_NO_CACHE		(1U << 3) /**< a registration of its own */
+
+/** Registration cache counters, as returned by sp_reg_cache_stats(). */
+struct sp_reg_stats {
+	uint64_t hits;		/**< sp_reg_mr() calls served from the cache */
+	uint64_t misses;	/**< ... that registered */
+	uint64_t entries;	/**< registrations alive now (used or idle) */
+	uint64_t idle;		/**< ... kept without a user (buffers, imports) */
+	uint64_t dropped;	/**< entries dropped because their memory went */
+};
+
+/**
+ * sp_reg_mr() - register a range with a NIC by the best path
+ * @dev: the device whose buffers and imports the range may lie in
+ * @pd: protection domain
+ * @addr: start of the range
+ * @length: bytes, > 0
+ * @access: IBV_ACCESS_* flags
+ * @flags: SP_REG_* bits
+ * @mrp: receives the registration (sp_mr_ibv() gives its lkey/rkey)
+ *
+ * The paths, in order:
+ * - inside an import (sp_import_dmabuf()): ibv_reg_dmabuf_mr() on the
+ *   import's dma-buf when the device supports it; else ibv_reg_mr(), which
+ *   the kernel serves by pinning the pages or, when they cannot be pinned
+ *   (a GPU buffer's mapping), through strixpeer's PeerDirect client;
+ * - anywhere else (strixpeer buffers, host memory): ibv_reg_mr(); for a
+ *   strixpeer buffer whose pages cannot be pinned that way, the buffer's
+ *   dma-buf with ibv_reg_dmabuf_mr().
+ * sp_mr_path() tells which one served. When none can, the error message
+ * names why each path was unavailable.
+ *
+ * The registration is cached by (pd, range, access): registering it again
+ * returns the same sp_mr with one more reference and costs no kernel call.
+ * A registration inside a strixpeer buffer or an import of @dev stays
+ * cached after its last sp_dereg_mr() ("register a pool once"), until the
+ * buffer or import is freed or unmapped, sp_reg_cache_flush() or
+ * sp_dev_close(); other memory is deregistered with its last reference,
+ * since the library cannot see it being freed. Only the process that
+ * opened @dev may use it (-EACCES after fork(): open your own device and
+ * verbs context in the child).
+ *
+ * Return: 0 for a new registration, 1 for a cache hit, or negative errno.
+ */
+int sp_reg_mr(struct sp_dev *dev, struct ibv_pd *pd, void *addr,
+	      size_t length, int access, unsigned int flags,
+	      struct sp_mr **mrp);
+
+/**
+ * sp_mr_ibv() - the verbs MR of a registration
+ * @mr: registration
+ *
+ * Return: the MR, owned by @mr.
+ */
+struct ibv_mr *sp_mr_ibv(const struct sp_mr *mr);
+
+/**
+ * sp_mr_path() - how the range was registered
+ * @mr: registration
+ *
+ * Return: an enum sp_reg_path value.
+ */
+enum sp_reg_path sp_mr_path(const struct sp_mr *mr);
+
+/**
+ * sp_reg_path_name() - "plain", "dmabuf" or "peerdirect"
+ * @path: enum sp_reg_path value
+ *
+ * Return: a static string ("unknown" for other values).
+ */
+const char *sp_reg_path_name(enum sp_reg_path path);
+
+/**
+ * sp_dereg_mr() - drop a reference to a registration
+ * @mr: registration, or NULL
+ *
+ * The last reference deregisters it, unless the cache keeps it (see
+ * sp_reg_mr()).
+ *
+ * Return: 0 or negative errno (ibv_dereg_mr()'s error).
+ */
+int sp_dereg_mr(struct sp_mr *mr);
+
+/**
+ * sp_reg_cache_flush() - deregister every cached registration nobody uses
+ * @dev: device
+ *
+ * Return: the number deregistered, or negative errno.
+ */
+int sp_reg_cache_flush(struct sp_dev *dev);
+
+/**
+ * sp_reg_cache_stats() - the registration cache's counters
+ * @dev: device
+ * @st: filled in
+ *
+ * Return: 0.
+ */
+int sp_reg_cache_stats(const struct sp_dev *dev, struct sp_reg_stats *st);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,9 @@
  * read-only counters in sysfs.
  */
 #include <linux/device.h>
+#include <linux/dma-buf.h>
+#include <linux/fcntl.h>
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
@@ -197,6 +200,62 @@ static int sp_ioctl_buf_info(struct sp_file *f, void *data)
 	return 0;
 }
 
+/*
+ * BUF_EXPORT in three steps, so that a result that cannot be copied back
+ * loses nothing: reserve the fd and make the dma-buf here, install the fd
+ * only after the copy (sp_ioctl_buf_export_commit), or give both back
+ * (sp_ioctl_buf_export_undo).
+ */
+struct sp_export_req {
+	struct strixpeer_buf_export u;	/* first: what is copied in and out */
+	struct dma_buf *dmabuf;
+};
+
+static int sp_ioctl_buf_export(struct sp_file *f, void *data)
+{
+	struct sp_export_req *req = data;
+	struct strixpeer_buf_export *e = &req->u;
+	struct dma_buf *dmabuf;
+	struct sp_buf *buf;
+	int fd;
+
+	if ((e->flags & ~STRIXPEER_EXPORT_FLAGS) || e->reserved)
+		return -EINVAL;
+	buf = sp_file_get_buf(f, e->handle);
+	if (!buf)
+		return -ENOENT;
+	fd = get_unused_fd_flags((e->flags & STRIXPEER_EXPORT_CLOEXEC) ?
+				 O_CLOEXEC : 0);
+	if (fd < 0) {
+		sp_buf_put(buf);
+		return fd;
+	}
+	dmabuf = sp_export_create(buf, e->flags);
+	sp_buf_put(buf);
+	if (IS_ERR(dmabuf)) {
+		put_unused_fd(fd);
+		return PTR_ERR(dmabuf);
+	}
+	e->fd = fd;
+	req->dmabuf = dmabuf;
+	return 0;
+}
+
+static void sp_ioctl_buf_export_commit(struct sp_file *f, void *data)
+{
+	struct sp_export_req *req = data;
+
+	fd_install(req->u.fd, req->dmabuf->file);
+}
+
+static void sp_ioctl_buf_export_undo(struct sp_file *f, void *data)
+{
+	struct sp_export_req *req = data;
+
+	put_unused_fd(req->u.fd);
+	dma_buf_put(req->dmabuf);
+}
+
 static int sp_ioctl_import(struct sp_file *f, void *data)
 {
 	struct strixpeer_import *imp = data;
@@ -239,12 +298,14 @@ static int sp_ioctl_import_info(struct sp_file *f, void *data)
  * @min_size: size of the struct's first ABI version; smaller is refused
  * @fn: handler, works on a kernel copy of the struct
  * @undo: reverts @fn when its result cannot be copied back (optional)
+ * @commit: makes @fn's result visible once it was copied back (optional)
  */
 struct sp_ioctl_desc {
 	unsigned int cmd;
 	unsigned int min_size;
 	int (*fn)(struct sp_file *f, void *data);
 	void (*undo)(struct sp_file *f, void *data);
+	void (*commit)(struct sp_file *f, void *data);
 };
 
 #define SP_IOCTL(_cmd, _type, _fn, _undo)				\
@@ -266,6 +327,13 @@ static const struct sp_ioctl_desc sp_ioctls[] = {
 		 sp_ioctl_unimport, NULL),
 	SP_IOCTL(STRIXPEER_IOC_IMPORT_INFO, struct strixpeer_import_info,
 		 sp_ioctl_import_info, NULL),
+	[_IOC_NR(STRIXPEER_IOC_BUF_EXPORT)] = {
+		.cmd = STRIXPEER_IOC_BUF_EXPORT,
+		.min_size = sizeof(struct strixpeer_buf_export),
+		.fn = sp_ioctl_buf_export,
+		.undo = sp_ioctl_buf_export_undo,
+		.commit = sp_ioctl_buf_export_commit,
+	},
 };
 
 union sp_ioctl_data {
@@ -276,6 +344,7 @@ union sp_ioctl_data {
 	struct strixpeer_import import;
 	struct strixpeer_unimport unimport;
 	struct strixpeer_import_info import_info;
+	struct sp_export_req export;
 };
 
 static long sp_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
@@ -319,6 +388,8 @@ static long sp_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 			desc->undo(f, &data);
 		return -EFAULT;
 	}
+	if (desc->commit)
+		desc->commit(f, &data);
 	return 0;
 }
 

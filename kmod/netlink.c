@@ -61,7 +61,12 @@ static int sp_nl_put_buf(struct sk_buff *skb, struct sp_buf *buf)
 	    nla_put_u32(skb, STRIXPEER_A_BUF_MAP_COUNT,
 			atomic_read(&buf->map_count)) ||
 	    nla_put_u8(skb, STRIXPEER_A_BUF_PINNED, sp_buf_pinned(buf)) ||
-	    nla_put_u8(skb, STRIXPEER_A_BUF_EXPORTED, 0))
+	    nla_put_u8(skb, STRIXPEER_A_BUF_EXPORTED,
+		       atomic_read(&buf->exports) > 0) ||
+	    nla_put_u32(skb, STRIXPEER_A_BUF_EXPORTS,
+			atomic_read(&buf->exports)) ||
+	    nla_put_u32(skb, STRIXPEER_A_BUF_ATTACHMENTS,
+			atomic_read(&buf->attachments)))
 		return -EMSGSIZE;
 	return 0;
 }
@@ -509,6 +514,38 @@ void sp_nl_peer_event(const struct sp_import *imp, u32 what, u64 size,
 		return;
 	}
 	sp_nl_event_send(msg, hdr);
+}
+
+/**
+ * sp_nl_export_event() - announce what happened to a buffer's dma-buf
+ * @buf: the buffer (its fields are read)
+ * @what: STRIXPEER_EXPORT_*
+ * @dev: the importer's device for ATTACH/DETACH, else NULL
+ *
+ * Context: process context, may sleep (the dma-buf callbacks run there).
+ */
+void sp_nl_export_event(struct sp_buf *buf, u32 what, struct device *dev)
+{
+	struct nlattr *nest;
+	struct sk_buff *msg;
+	void *hdr;
+
+	msg = sp_nl_event_new(STRIXPEER_CMD_EXPORT_NTF, &hdr);
+	if (!msg)
+		return;
+	nest = nla_nest_start(msg, STRIXPEER_A_EVENT_BUF);
+	if (!nest || sp_nl_put_buf(msg, buf))
+		goto err;
+	nla_nest_end(msg, nest);
+	if (nla_put_u32(msg, STRIXPEER_A_EVENT_EXPORT, what) ||
+	    nla_put_u32(msg, STRIXPEER_A_EVENT_PID, task_tgid_nr(current)) ||
+	    (dev && nla_put_string(msg, STRIXPEER_A_EVENT_DEVICE,
+				   dev_name(dev))))
+		goto err;
+	sp_nl_event_send(msg, hdr);
+	return;
+err:
+	nlmsg_free(msg);
 }
 
 /**

@@ -31,6 +31,7 @@
  * STRIXPEER_FEAT_PEERDIRECT is added while the client is registered.
  */
 #define SP_FEATURES		(STRIXPEER_FEAT_BUFFERS | STRIXPEER_FEAT_NUMA | \
+				 STRIXPEER_FEAT_DMABUF_EXPORT | \
 				 STRIXPEER_FEAT_DMABUF_IMPORT)
 #define SP_PAGE_SIZES		((1ULL << PAGE_SHIFT) | (1ULL << PMD_SHIFT))
 
@@ -57,6 +58,7 @@ struct sp_file {
 	struct xarray imports;
 };
 
+struct device;
 struct dma_buf;
 struct dma_buf_attachment;
 struct sp_peer_ctx;
@@ -122,6 +124,8 @@ struct sp_import {
  * @nr_chunks: physically contiguous runs
  * @node: NUMA node of every page
  * @map_count: live VMAs
+ * @exports: live dma-bufs of the buffer (each holds a reference)
+ * @attachments: devices attached to those dma-bufs
  * @charged_mm: address space charged for the pinned pages (mmgrab'ed)
  * @pid: tgid of the allocating process
  * @uid: real uid of the allocating process (netlink dump visibility)
@@ -138,6 +142,8 @@ struct sp_buf {
 	unsigned int nr_chunks;
 	int node;
 	atomic_t map_count;
+	atomic_t exports;
+	atomic_t attachments;
 	struct mm_struct *charged_mm;
 };
 
@@ -161,9 +167,8 @@ struct sp_stats {
 	atomic64_t peer_invalidations;	/* invalidate callbacks made */
 	atomic64_t peer_registrations;	/* live claimed registrations */
 	atomic64_t imports;		/* live imports (incl. implicit) */
-	/* filled by the dma-buf export path once it exists */
-	atomic64_t dmabuf_exports;
-	atomic64_t dmabuf_attachments;
+	atomic64_t dmabuf_exports;	/* live dma-bufs of buffers */
+	atomic64_t dmabuf_attachments;	/* devices attached to them */
 };
 
 extern struct sp_stats sp_stats;
@@ -183,6 +188,9 @@ bool sp_buf_pinned(const struct sp_buf *buf);
 void sp_buf_put(struct sp_buf *buf);
 int sp_buf_mmap(struct sp_buf *buf, struct vm_area_struct *vma,
 		unsigned long pgoff);
+
+/* dma-buf export of buffers (export.c). */
+struct dma_buf *sp_export_create(struct sp_buf *buf, u32 flags);
 
 /* Imports of dma-buf ranges (import.c). */
 extern bool sp_claim_gem_mappings;
@@ -219,5 +227,6 @@ void sp_nl_buf_event(struct sp_buf *buf, u8 cmd);
 void sp_nl_limit_event(u32 limit, u64 size);
 void sp_nl_peer_event(const struct sp_import *imp, u32 what, u64 size,
 		      u32 reason);
+void sp_nl_export_event(struct sp_buf *buf, u32 what, struct device *dev);
 
 #endif /* _STRIXPEER_INTERNAL_H */

@@ -211,8 +211,23 @@ static void xfer(int sock, struct msg *m)
 }
 
 /*
- * The target node: a strixpeer buffer registered with plain ibv_reg_mr,
- * then serving the initiator's requests until CMD_QUIT.
+ * How the target makes its memory and MR, when a test wants something else
+ * than the default (a strixpeer buffer registered with plain ibv_reg_mr):
+ * setup() sets n->buf, n->len and n->mr; verify() (optional) checks bytes
+ * through another view; teardown() undoes setup().
+ */
+struct target_ops {
+	void (*setup)(struct node *n, struct sp_dev *dev);
+	int64_t (*verify)(struct node *n, uint64_t off, uint64_t len, uint32_t seed);
+	void (*teardown)(struct node *n);
+};
+
+static const struct target_ops *pair_target_ops;
+
+/*
+ * The target node: a strixpeer buffer registered with plain ibv_reg_mr
+ * (or pair_target_ops), then serving the initiator's requests until
+ * CMD_QUIT.
  */
 static void target_main(int sock)
 {
@@ -225,12 +240,18 @@ static void target_main(int sock)
 
 	pin_cpu(1);
 	node_open(&n, dev_name("SP_RDMA_TARGET", "rxe1"));
-	CHECK(sp_buf_alloc(dev, TARGET_BUF, SP_NODE_DEFAULT, 0, &buf) == 0, "%s", sp_errmsg());
-	n.buf = sp_buf_addr(buf);
-	n.len = sp_buf_size(buf);
-	n.mr = ibv_reg_mr(n.pd, n.buf, n.len, IBV_ACCESS_LOCAL_WRITE |
-			  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	CHECK(n.mr, "ibv_reg_mr on a strixpeer buffer: %s", strerror(errno));
+	if (pair_target_ops) {
+		buf = NULL;
+		pair_target_ops->setup(&n, dev);
+	} else {
+		CHECK(sp_buf_alloc(dev, TARGET_BUF, SP_NODE_DEFAULT, 0, &buf) == 0, "%s",
+		      sp_errmsg());
+		n.buf = sp_buf_addr(buf);
+		n.len = sp_buf_size(buf);
+		n.mr = ibv_reg_mr(n.pd, n.buf, n.len, IBV_ACCESS_LOCAL_WRITE |
+				  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+		CHECK(n.mr, "ibv_reg_mr on a strixpeer buffer: %s", strerror(errno));
+	}
 	me = node_info(&n);
 	CHECK(write(sock, &me, sizeof(me)) == sizeof(me), "send info");
 	CHECK(read(sock, &peer, sizeof(peer)) == sizeof(peer), "recv info");
@@ -245,6 +266,8 @@ static void target_main(int sock)
 			break;
 		case CMD_VERIFY:
 			m.result = sp_verify(n.buf + m.off, m.len, m.off, m.seed);
+			if (m.result < 0 && pair_target_ops && pair_target_ops->verify)
+				m.result = pair_target_ops->verify(&n, m.off, m.len, m.seed);
 			break;
 		case CMD_POST_RECV: {
 			struct ibv_sge sge = {
@@ -265,6 +288,7 @@ static void target_main(int sock)
 			break;
 		}
 		case CMD_INFO:
+			CHECK(buf, "CMD_INFO needs the default target");
 			CHECK(sp_buf_query(buf, &info) == 0, "%s", sp_errmsg());
 			m.len = info.size;
 			m.page_size = info.page_size;
@@ -272,7 +296,10 @@ static void target_main(int sock)
 			m.node = info.node;
 			break;
 		case CMD_QUIT:
-			CHECK_OK(ibv_dereg_mr(n.mr));
+			if (pair_target_ops)
+				pair_target_ops->teardown(&n);
+			else
+				CHECK_OK(ibv_dereg_mr(n.mr));
 			CHECK(write(sock, &m, sizeof(m)) == sizeof(m), "reply");
 			sp_dev_close(dev);
 			_exit(0);

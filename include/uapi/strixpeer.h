@@ -21,6 +21,7 @@
  *   EBADF   IMPORT: dmabuf_fd is not an open dma-buf file descriptor
  *   EEXIST  IMPORT: the range overlaps one of this process's imports
  *   ERANGE  IMPORT: offset + length lies beyond the end of the dma-buf
+ *   EMFILE  BUF_EXPORT: the process has no free file descriptor
  */
 #ifndef _UAPI_STRIXPEER_H
 #define _UAPI_STRIXPEER_H
@@ -35,7 +36,7 @@
  * number when ioctls or fields are added.
  */
 #define STRIXPEER_ABI_MAJOR		1
-#define STRIXPEER_ABI_MINOR		1
+#define STRIXPEER_ABI_MINOR		2
 
 /* strixpeer_version.features, and the netlink info's features */
 #define STRIXPEER_FEAT_BUFFERS		(1ULL << 0) /* BUF_ALLOC/FREE/INFO, mmap */
@@ -194,6 +195,35 @@ struct strixpeer_import_info {
 	__u32 reserved;
 };
 
+/* strixpeer_buf_export.flags */
+#define STRIXPEER_EXPORT_CLOEXEC	(1U << 0) /* the new fd is close-on-exec */
+#define STRIXPEER_EXPORT_RDWR		(1U << 1) /* read-write file (else read-only) */
+#define STRIXPEER_EXPORT_FLAGS		(STRIXPEER_EXPORT_CLOEXEC | \
+					 STRIXPEER_EXPORT_RDWR)
+
+/**
+ * struct strixpeer_buf_export - STRIXPEER_IOC_BUF_EXPORT (since ABI 1.2)
+ * @handle: in: buffer
+ * @flags: in: STRIXPEER_EXPORT_*
+ * @fd: out: a new dma-buf file descriptor of the whole buffer
+ * @reserved: zero
+ *
+ * Each call makes a new dma-buf. It holds the buffer: the memory stays
+ * until the handle is freed, every mapping is gone and every reference to
+ * every dma-buf of it (fds, importers such as a GPU or a NIC) is dropped.
+ * Importers get the buffer's pages, physically contiguous runs merged into
+ * one scatterlist entry each, split at their device's maximum segment
+ * size. The pages never move: pinning is free and no move notification is
+ * ever sent. Without STRIXPEER_EXPORT_RDWR the file is read-only (its
+ * mmap(2) is read-only; importers are not restricted).
+ */
+struct strixpeer_buf_export {
+	__u32 handle;
+	__u32 flags;
+	__s32 fd;
+	__u32 reserved;
+};
+
 /* strixpeer_import_info.state */
 #define STRIXPEER_IMPORT_ACTIVE		0 /* claimable */
 #define STRIXPEER_IMPORT_UNMAPPED	1 /* part of the range was unmapped */
@@ -207,6 +237,7 @@ struct strixpeer_import_info {
 #define STRIXPEER_IOC_IMPORT	_IOWR(STRIXPEER_IOC_MAGIC, 0x04, struct strixpeer_import)
 #define STRIXPEER_IOC_UNIMPORT	_IOW(STRIXPEER_IOC_MAGIC, 0x05, struct strixpeer_unimport)
 #define STRIXPEER_IOC_IMPORT_INFO _IOWR(STRIXPEER_IOC_MAGIC, 0x06, struct strixpeer_import_info)
+#define STRIXPEER_IOC_BUF_EXPORT _IOWR(STRIXPEER_IOC_MAGIC, 0x07, struct strixpeer_buf_export)
 
 /*
  * Generic netlink family "strixpeer": the control plane. Described in
@@ -230,6 +261,14 @@ enum strixpeer_peer_event {
 	STRIXPEER_PEER_CLAIM = 1,	/* a registration of an import's range */
 	STRIXPEER_PEER_MAP,		/* mapped for a device (SIZE = bytes) */
 	STRIXPEER_PEER_INVALIDATE,	/* the core was told to stop DMA */
+};
+
+/* STRIXPEER_A_EVENT_EXPORT: what happened to a buffer's dma-buf */
+enum strixpeer_export_event {
+	STRIXPEER_EXPORT_CREATE = 1,	/* a dma-buf of the buffer was made */
+	STRIXPEER_EXPORT_ATTACH,	/* a device attached (DEVICE: its name) */
+	STRIXPEER_EXPORT_DETACH,	/* a device detached */
+	STRIXPEER_EXPORT_RELEASE,	/* the last reference to a dma-buf went */
 };
 
 /* STRIXPEER_A_EVENT_REASON: why a registration was invalidated */
@@ -276,6 +315,8 @@ enum {
 	STRIXPEER_A_BUF_PINNED,
 	STRIXPEER_A_BUF_EXPORTED,
 	STRIXPEER_A_BUF_PAD,
+	STRIXPEER_A_BUF_EXPORTS,
+	STRIXPEER_A_BUF_ATTACHMENTS,
 
 	__STRIXPEER_A_BUF_MAX,
 	STRIXPEER_A_BUF_MAX = (__STRIXPEER_A_BUF_MAX - 1)
@@ -327,6 +368,8 @@ enum {
 	STRIXPEER_A_EVENT_PEER,
 	STRIXPEER_A_EVENT_IMPORT,
 	STRIXPEER_A_EVENT_REASON,
+	STRIXPEER_A_EVENT_EXPORT,
+	STRIXPEER_A_EVENT_DEVICE,
 
 	__STRIXPEER_A_EVENT_MAX,
 	STRIXPEER_A_EVENT_MAX = (__STRIXPEER_A_EVENT_MAX - 1)
@@ -343,6 +386,7 @@ enum {
 	STRIXPEER_CMD_LIMIT_NTF,
 	STRIXPEER_CMD_CONFIG_NTF,
 	STRIXPEER_CMD_PEER_NTF,
+	STRIXPEER_CMD_EXPORT_NTF,
 
 	__STRIXPEER_CMD_MAX,
 	STRIXPEER_CMD_MAX = (__STRIXPEER_CMD_MAX - 1)

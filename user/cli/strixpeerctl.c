@@ -160,6 +160,19 @@ static void print_counters(const struct sp_counters *c, bool all)
 }
 
 /* One screen: module, PeerDirect, memory, limits, NUMA nodes. */
+struct buf_tally {
+	uint64_t exported, pinned;
+};
+
+static int tally_buf(const struct sp_buf_entry *e, void *arg)
+{
+	struct buf_tally *t = arg;
+
+	t->exported += e->exports > 0;
+	t->pinned += e->pinned != 0;
+	return 0;
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	struct sp_peer_counters pc;
@@ -216,6 +229,19 @@ static int cmd_status(int argc, char **argv)
 	print_counters(&c, false);
 	pr_obj_close();
 
+	/* What importers and NICs hold of the buffers (this uid's, or all). */
+	{
+		struct buf_tally t = { 0 };
+
+		sp_ctl_bufs(ctl, 0, tally_buf, &t);
+		pr_obj_open("sharing");
+		pr_u64("dmabufs", "dma-bufs alive", c.dmabuf_exports);
+		pr_u64("attachments", "devices attached", c.dmabuf_attachments);
+		pr_u64("exported_buffers", "buffers exported", t.exported);
+		pr_u64("registered_buffers", "buffers pinned by a driver (MR)", t.pinned);
+		pr_obj_close();
+	}
+
 	pr_obj_open("limits");
 	print_config(&cfg);
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
@@ -260,6 +286,8 @@ static int print_buf(const struct sp_buf_entry *e, void *arg)
 	pr_u64("map_count", "MAPS", e->map_count);
 	pr_bool("pinned", "PINNED", e->pinned);
 	pr_bool("exported", "EXPORTED", e->exported);
+	pr_u64("dmabufs", "DMABUFS", e->exports);
+	pr_u64("attachments", "ATTACHED", e->attachments);
 	pr_obj_close();
 	return 0;
 }
@@ -324,8 +352,8 @@ static void print_prometheus(const struct sp_counters *c, const struct sp_config
 		SP_M(peer_acquires, "counter", "PeerDirect acquire calls"),
 		SP_M(peer_claims, "counter", "PeerDirect ranges claimed"),
 		SP_M(peer_invalidations, "counter", "PeerDirect invalidations"),
-		SP_M(dmabuf_exports, "counter", "buffers exported as dma-buf"),
-		SP_M(dmabuf_attachments, "counter", "dma-buf attachments"),
+		SP_M(dmabuf_exports, "gauge", "dma-bufs of strixpeer buffers alive"),
+		SP_M(dmabuf_attachments, "gauge", "devices attached to those dma-bufs"),
 #undef SP_M
 	};
 	static const struct {
@@ -522,6 +550,13 @@ static int print_event(const struct sp_event *ev, void *arg)
 		[SP_EVENT_LIMIT] = "limit",
 		[SP_EVENT_CONFIG] = "config",
 		[SP_EVENT_PEER] = "peer",
+		[SP_EVENT_EXPORT] = "export",
+	};
+	static const char *const export_names[] = {
+		[SP_EXPORT_CREATE] = "create",
+		[SP_EXPORT_ATTACH] = "attach",
+		[SP_EXPORT_DETACH] = "detach",
+		[SP_EXPORT_RELEASE] = "release",
 	};
 	static const char *const peer_names[] = {
 		[SP_PEER_CLAIM] = "claim",
@@ -539,6 +574,8 @@ static int print_event(const struct sp_event *ev, void *arg)
 	unsigned int pe = (unsigned int)ev->peer, why = (unsigned int)ev->reason;
 	const char *peer = pe < 4 && peer_names[pe] ? peer_names[pe] : "?";
 	const char *reason = why < 6 && reason_names[why] ? reason_names[why] : NULL;
+	unsigned int ex = (unsigned int)ev->export_event;
+	const char *export = ex < 5 && export_names[ex] ? export_names[ex] : "?";
 
 	(void)arg;
 	if (!json) {
@@ -563,6 +600,12 @@ static int print_event(const struct sp_event *ev, void *arg)
 			printf("peer %s import %u pid %u size %" PRIu64 "%s%s\n", peer,
 			       ev->import_id, ev->pid, ev->size, reason ? " reason " : "",
 			       reason ? reason : "");
+			break;
+		case SP_EVENT_EXPORT:
+			printf("export %s buf %u pid %u exports %u attachments %u%s%s\n",
+			       export, ev->buf.id, ev->pid, ev->buf.exports,
+			       ev->buf.attachments, ev->device[0] ? " device " : "",
+			       ev->device);
 			break;
 		}
 		fflush(stdout);
@@ -591,6 +634,14 @@ static int print_event(const struct sp_event *ev, void *arg)
 		pr_u64("size", "size", ev->size);
 		if (reason)
 			pr_str("reason", "reason", reason);
+	} else if (ev->type == SP_EVENT_EXPORT) {
+		pr_str("export", "export", export);
+		pr_u64("buf", "buf", ev->buf.id);
+		pr_u64("pid", "pid", ev->pid);
+		pr_u64("exports", "exports", ev->buf.exports);
+		pr_u64("attachments", "attachments", ev->buf.attachments);
+		if (ev->device[0])
+			pr_str("device", "device", ev->device);
 	} else {
 		pr_u64("pid", "pid", ev->pid);
 		pr_obj_open("config");
@@ -612,7 +663,8 @@ static int cmd_monitor(int argc, char **argv)
 	if (open_ctl(&ctl))
 		return 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	ret = sp_ctl_monitor_ex(ctl, SP_MONITOR_PEER, print_event, NULL);
+	ret = sp_ctl_monitor_ex(ctl, SP_MONITOR_PEER | SP_MONITOR_EXPORT,
+				print_event, NULL);
 	sp_ctl_close(ctl);
 	return ret < 0 ? fail("monitor") : 0;
 }

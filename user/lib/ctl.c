@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -309,6 +310,9 @@ static void parse_buf_attrs(struct nlattr **tb, struct sp_buf_entry *e)
 	e->map_count = get_u32(tb[STRIXPEER_A_BUF_MAP_COUNT]);
 	e->pinned = tb[STRIXPEER_A_BUF_PINNED] ? nla_get_u8(tb[STRIXPEER_A_BUF_PINNED]) : 0;
 	e->exported = tb[STRIXPEER_A_BUF_EXPORTED] ? nla_get_u8(tb[STRIXPEER_A_BUF_EXPORTED]) : 0;
+	e->exports = tb[STRIXPEER_A_BUF_EXPORTS] ? nla_get_u32(tb[STRIXPEER_A_BUF_EXPORTS]) : 0;
+	e->attachments = tb[STRIXPEER_A_BUF_ATTACHMENTS] ?
+		nla_get_u32(tb[STRIXPEER_A_BUF_ATTACHMENTS]) : 0;
 }
 
 struct sp_buf_walk {
@@ -341,15 +345,24 @@ int sp_ctl_bufs(struct sp_ctl *ctl, uint32_t pid,
 	return sp_transact(ctl, msg, &r, "buffer list", NULL);
 }
 
+struct sp_buf_copy {
+	struct sp_buf_entry *e;
+	size_t size;
+};
+
 static int copy_buf(const struct sp_buf_entry *e, void *arg)
 {
-	*(struct sp_buf_entry *)arg = *e;
+	struct sp_buf_copy *c = arg;
+
+	memcpy(c->e, e, c->size);
 	return 0;
 }
 
-int sp_ctl_buf_get(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e)
+static int buf_get(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e,
+		   size_t size)
 {
-	struct sp_buf_walk w = { .cb = copy_buf, .arg = e };
+	struct sp_buf_copy c = { .e = e, .size = size };
+	struct sp_buf_walk w = { .cb = copy_buf, .arg = &c };
 	struct sp_req r = { .parse = parse_buf, .maxattr = STRIXPEER_A_BUF_MAX, .arg = &w };
 	struct nl_msg *msg = sp_msg(ctl, STRIXPEER_CMD_BUF_GET, 0);
 
@@ -361,6 +374,32 @@ int sp_ctl_buf_get(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e)
 	}
 	return sp_transact(ctl, msg, &r, "buffer", NULL);
 }
+
+/*
+ * STRIXPEER_1.1's struct sp_buf_entry ended after @exported: programs built
+ * against it get that much (sp_ctl_buf_get@STRIXPEER_1.1); STRIXPEER_1.3
+ * callers get the whole struct. Builds without symbol versions (the
+ * sanitizer test builds) only have the latter.
+ */
+#ifdef SP_SYMVER
+int sp_ctl_buf_get_v11(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e);
+int sp_ctl_buf_get_v11(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e)
+{
+	return buf_get(ctl, id, e, offsetof(struct sp_buf_entry, exports));
+}
+__asm__(".symver sp_ctl_buf_get_v11, sp_ctl_buf_get@STRIXPEER_1.1");
+
+int sp_ctl_buf_get_v13(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e);
+int sp_ctl_buf_get_v13(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e)
+#else
+int sp_ctl_buf_get(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e)
+#endif
+{
+	return buf_get(ctl, id, e, sizeof(*e));
+}
+#ifdef SP_SYMVER
+__asm__(".symver sp_ctl_buf_get_v13, sp_ctl_buf_get@@STRIXPEER_1.3");
+#endif
 
 static int parse_stats(struct nlattr **tb, void *arg)
 {
@@ -527,6 +566,23 @@ static int sp_on_event(struct nl_msg *msg, void *arg)
 		ev.reason = (enum sp_inval_reason)get_u32(tb[STRIXPEER_A_EVENT_REASON]);
 		ev.size = get_u64(tb[STRIXPEER_A_EVENT_SIZE]);
 		break;
+	case STRIXPEER_CMD_EXPORT_NTF: {
+		struct nlattr *bt[STRIXPEER_A_BUF_MAX + 1];
+
+		/* callers built before STRIXPEER_1.3 do not know the type */
+		if (!(m->flags & SP_MONITOR_EXPORT))
+			return NL_SKIP;
+		ev.type = SP_EVENT_EXPORT;
+		ev.export_event = (enum sp_export_event)get_u32(tb[STRIXPEER_A_EVENT_EXPORT]);
+		if (!tb[STRIXPEER_A_EVENT_BUF] ||
+		    nla_parse_nested(bt, STRIXPEER_A_BUF_MAX, tb[STRIXPEER_A_EVENT_BUF], NULL) < 0)
+			return NL_SKIP;
+		parse_buf_attrs(bt, &ev.buf);
+		if (tb[STRIXPEER_A_EVENT_DEVICE])
+			snprintf(ev.device, sizeof(ev.device), "%s",
+				 nla_get_string(tb[STRIXPEER_A_EVENT_DEVICE]));
+		break;
+	}
 	default:
 		return NL_SKIP;
 	}
@@ -546,8 +602,10 @@ int sp_ctl_monitor_ex(struct sp_ctl *ctl, unsigned int flags,
 	struct sp_monitor m = { .cb = cb, .arg = arg, .flags = flags };
 	int grp, ret;
 
-	if (flags & ~SP_MONITOR_PEER)
-		return sp_fail(EINVAL, "unknown monitor flags %#x", flags & ~SP_MONITOR_PEER);
+	const unsigned int known = SP_MONITOR_PEER | SP_MONITOR_EXPORT;
+
+	if (flags & ~known)
+		return sp_fail(EINVAL, "unknown monitor flags %#x", flags & ~known);
 
 	grp = genl_ctrl_resolve_grp(ctl->sk, STRIXPEER_GENL_NAME, STRIXPEER_MCGRP_EVENTS);
 	if (grp < 0)

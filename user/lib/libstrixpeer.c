@@ -24,36 +24,15 @@ _Static_assert(SP_FEAT_NUMA == STRIXPEER_FEAT_NUMA, "feature bits");
 _Static_assert(SP_ALLOC_HUGE_ONLY == STRIXPEER_ALLOC_HUGE_ONLY, "alloc flags");
 _Static_assert(SP_ALLOC_ALLOW_SMALL == STRIXPEER_ALLOC_ALLOW_SMALL, "alloc flags");
 _Static_assert((SP_ALLOC_UNMAPPED & STRIXPEER_ALLOC_FLAGS) == 0, "alloc flags");
+_Static_assert(SP_EXPORT_CLOEXEC == STRIXPEER_EXPORT_CLOEXEC, "export flags");
+_Static_assert(SP_EXPORT_RDWR == STRIXPEER_EXPORT_RDWR, "export flags");
 
 #define SP_SYSFS_STATS	"/sys/class/misc/strixpeer/stats"
 
 /* Oldest module ABI minor this library works with (per major). */
 static const unsigned int sp_abi_minor_min;
 
-struct sp_dev {
-	int fd;
-	struct sp_version ver;
-	struct sp_buf *bufs;	/* list of live buffers, for sp_dev_close() */
-	struct sp_import *imports;	/* live imports, for sp_dev_close() */
-};
-
-struct sp_import {
-	struct sp_dev *dev;
-	struct sp_import *next;
-	uint32_t handle;
-	uint32_t id;
-};
-
-struct sp_buf {
-	struct sp_dev *dev;
-	struct sp_buf *next;
-	uint32_t handle;
-	size_t size;
-	uint64_t mmap_offset;
-	void *addr;
-};
-
-static __thread char sp_msg[256];
+static __thread char sp_msg[512];
 
 int sp_fail(int err, const char *fmt, ...)
 {
@@ -134,6 +113,7 @@ int sp_dev_open(const char *path, struct sp_dev **devp)
 				       path);
 		return sp_fail(err, "cannot open %s: %s", path, strerror(err));
 	}
+	dev->pid = getpid();
 	ret = sp_handshake(dev, path);
 	if (ret) {
 		close(dev->fd);
@@ -148,6 +128,8 @@ void sp_dev_close(struct sp_dev *dev)
 {
 	if (!dev)
 		return;
+	if (dev->drop_all)
+		dev->drop_all(dev);
 	while (dev->imports)
 		sp_import_free(dev->imports);
 	while (dev->bufs)
@@ -219,6 +201,7 @@ int sp_buf_alloc(struct sp_dev *dev, size_t size, int node,
 		return ret;
 	}
 	buf->dev = dev;
+	buf->export_fd = -1;
 	buf->handle = a.handle;
 	buf->size = a.size;
 	buf->mmap_offset = a.mmap_offset;
@@ -262,6 +245,8 @@ int sp_buf_unmap(struct sp_buf *buf)
 {
 	if (!buf->addr)
 		return sp_fail(EINVAL, "buffer %u is not mapped", buf->handle);
+	if (buf->dev->drop_range)
+		buf->dev->drop_range(buf->dev, (uintptr_t)buf->addr, buf->size);
 	munmap(buf->addr, buf->size);
 	buf->addr = NULL;
 	return 0;
@@ -313,8 +298,14 @@ int sp_buf_free(struct sp_buf *buf)
 			break;
 		}
 	}
-	if (buf->addr)
+	if (buf->addr) {
+		if (buf->dev->drop_range)
+			buf->dev->drop_range(buf->dev, (uintptr_t)buf->addr,
+					     buf->size);
 		munmap(buf->addr, buf->size);
+	}
+	if (buf->export_fd >= 0)
+		close(buf->export_fd);
 	memset(&fr, 0, sizeof(fr));
 	fr.handle = buf->handle;
 	if (ioctl(buf->dev->fd, STRIXPEER_IOC_BUF_FREE, &fr) < 0) {
@@ -325,6 +316,34 @@ int sp_buf_free(struct sp_buf *buf)
 	}
 	free(buf);
 	return ret;
+}
+
+int sp_buf_export(struct sp_buf *buf, unsigned int flags, int *fdp)
+{
+	struct strixpeer_buf_export e;
+	struct sp_dev *dev = buf->dev;
+
+	if (dev->ver.abi_major == 1 && dev->ver.abi_minor < 2)
+		return sp_fail(EOPNOTSUPP, "the loaded strixpeer module (ABI %u.%u) cannot export dma-bufs: update it to ABI 1.2 or later",
+			       dev->ver.abi_major, dev->ver.abi_minor);
+	if (flags & ~(unsigned int)STRIXPEER_EXPORT_FLAGS)
+		return sp_fail(EINVAL, "unknown export flags 0x%x", flags);
+	memset(&e, 0, sizeof(e));
+	e.handle = buf->handle;
+	e.flags = flags;
+	if (ioctl(dev->fd, STRIXPEER_IOC_BUF_EXPORT, &e) < 0) {
+		int err = errno;
+
+		if (err == EMFILE || err == ENFILE)
+			return sp_fail(err, "exporting buffer %u: no free file descriptor (ulimit -n)",
+				       buf->handle);
+		if (err == EACCES)
+			return sp_fail(err, "this strixpeer device was opened by another process");
+		return sp_fail(err, "exporting buffer %u as a dma-buf failed: %s",
+			       buf->handle, strerror(err));
+	}
+	*fdp = e.fd;
+	return 0;
 }
 
 int sp_import_dmabuf(struct sp_dev *dev, int dmabuf_fd, uint64_t offset,
@@ -343,6 +362,8 @@ int sp_import_dmabuf(struct sp_dev *dev, int dmabuf_fd, uint64_t offset,
 	imp = calloc(1, sizeof(*imp));
 	if (!imp)
 		return sp_fail(ENOMEM, "out of memory");
+	/* Our own fd of the dma-buf, for sp_reg_mr()'s ibv_reg_dmabuf_mr(). */
+	imp->dmabuf_fd = fcntl(dmabuf_fd, F_DUPFD_CLOEXEC, 3);
 	memset(&ioc, 0, sizeof(ioc));
 	ioc.dmabuf_fd = dmabuf_fd;
 	ioc.offset = offset;
@@ -351,6 +372,8 @@ int sp_import_dmabuf(struct sp_dev *dev, int dmabuf_fd, uint64_t offset,
 	if (ioctl(dev->fd, STRIXPEER_IOC_IMPORT, &ioc) < 0) {
 		int err = errno;
 
+		if (imp->dmabuf_fd >= 0)
+			close(imp->dmabuf_fd);
 		free(imp);
 		switch (err) {
 		case EBADF:
@@ -371,6 +394,9 @@ int sp_import_dmabuf(struct sp_dev *dev, int dmabuf_fd, uint64_t offset,
 	imp->dev = dev;
 	imp->handle = ioc.handle;
 	imp->id = ioc.id;
+	imp->addr = addr;
+	imp->length = length;
+	imp->offset = offset;
 	imp->next = dev->imports;
 	dev->imports = imp;
 	*impp = imp;
@@ -419,6 +445,11 @@ int sp_import_free(struct sp_import *imp)
 			break;
 		}
 	}
+	if (imp->dev->drop_range)
+		imp->dev->drop_range(imp->dev, (uintptr_t)imp->addr,
+				     imp->length);
+	if (imp->dmabuf_fd >= 0)
+		close(imp->dmabuf_fd);
 	memset(&u, 0, sizeof(u));
 	u.handle = imp->handle;
 	if (ioctl(imp->dev->fd, STRIXPEER_IOC_UNIMPORT, &u) < 0) {

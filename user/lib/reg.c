@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libstrixpeer: sp_reg_mr(), registering a range with a NIC by the best
+ * of three kernel paths (plain ibv_reg_mr, ibv_reg_dmabuf_mr, PeerDirect
+ * through an import), with a registration cache.
+ *
+ * The cache is a list on the sp_dev (registrations are few and long
+ * lived). An entry is shared while it is in the list; it leaves the list
+ * when its memory goes (sp_buf_free/unmap, sp_import_free: dev->drop_range)
+ * and is then deregistered by its last user. Not thread-safe, like the
+ * rest of an sp_dev.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "strixpeer.h"
+#include "uapi/strixpeer.h"
+#include "internal.h"
+
+struct sp_mr {
+	struct sp_dev *dev;
+	pid_t pid;		/* dev->pid, readable after sp_dev_close() */
+	struct sp_mr *next;
+	struct ibv_pd *pd;
+	uintptr_t start;
+	size_t length;
+	int access;
+	unsigned int refs;	/* sp_reg_mr() references not dropped yet */
+	int cached;		/* in dev->mrs: may be handed out again */
+	int keep;		/* stays cached without users (our memory) */
+	enum sp_reg_path path;
+	struct ibv_mr *mr;
+};
+
+static int sp_overlaps(const struct sp_mr *m, uintptr_t start, size_t len)
+{
+	return m->start < start + len && start < m->start + m->length;
+}
+
+static void sp_unlink(struct sp_mr *m)
+{
+	struct sp_mr **pp;
+
+	for (pp = &m->dev->mrs; *pp; pp = &(*pp)->next) {
+		if (*pp == m) {
+			*pp = m->next;
+			break;
+		}
+	}
+	m->cached = 0;
+}
+
+static int sp_mr_destroy(struct sp_mr *m)
+{
+	int ret = ibv_dereg_mr(m->mr);
+
+	free(m);
+	return ret ? -ret : 0;
+}
+
+/* The memory under [start, start + len) goes: nothing may reuse its MRs. */
+static void sp_drop_range(struct sp_dev *dev, uintptr_t start, size_t len)
+{
+	struct sp_mr *m = dev->mrs, *next;
+
+	for (; m; m = next) {
+		next = m->next;
+		if (!sp_overlaps(m, start, len))
+			continue;
+		sp_unlink(m);
+		dev->reg_dropped++;
+		if (!m->refs)
+			sp_mr_destroy(m);
+	}
+}
+
+/* sp_dev_close(): every registration goes, used or not. */
+static void sp_drop_all(struct sp_dev *dev)
+{
+	while (dev->mrs) {
+		struct sp_mr *m = dev->mrs;
+
+		sp_unlink(m);
+		sp_mr_destroy(m);
+	}
+}
+
+static const struct sp_buf *sp_find_buf(const struct sp_dev *dev,
+					uintptr_t start, size_t len)
+{
+	const struct sp_buf *b;
+
+	for (b = dev->bufs; b; b = b->next) {
+		uintptr_t a = (uintptr_t)b->addr;
+
+		if (b->addr && start >= a && start - a <= b->size &&
+		    len <= b->size - (start - a))
+			return b;
+	}
+	return NULL;
+}
+
+static const struct sp_import *sp_find_import(const struct sp_dev *dev,
+					      uintptr_t start, size_t len)
+{
+	const struct sp_import *i;
+
+	for (i = dev->imports; i; i = i->next) {
+		uintptr_t a = (uintptr_t)i->addr;
+
+		if (start >= a && start - a <= i->length &&
+		    len <= i->length - (start - a))
+			return i;
+	}
+	return NULL;
+}
+
+/* Why each path failed, for the error message. */
+struct sp_why {
+	char plain[160];
+	char dmabuf[160];
+	char peer[224];
+};
+
+static void sp_say(char *dst, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void sp_say(char *dst, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(dst, n, fmt, ap);
+	va_end(ap);
+}
+
+/* Devices without dma-buf MRs (rxe, older drivers) answer like this. */
+static int sp_unsupported(int err)
+{
+	return err == EOPNOTSUPP || err == ENOSYS || err == EPROTONOSUPPORT;
+}
+
+static struct ibv_mr *sp_try_dmabuf(struct ibv_pd *pd, int fd,
+				    uint64_t offset, uintptr_t start,
+				    size_t len, int access, struct sp_why *why)
+{
+	struct ibv_mr *mr;
+
+	if (fd < 0) {
+		sp_say(why->dmabuf, sizeof(why->dmabuf),
+		       "no dma-buf fd of the range could be had");
+		return NULL;
+	}
+	mr = ibv_reg_dmabuf_mr(pd, offset, len, start, fd, access);
+	if (!mr) {
+		int err = errno;
+
+		sp_say(why->dmabuf, sizeof(why->dmabuf),
+		       "ibv_reg_dmabuf_mr: %s%s", strerror(err),
+		       sp_unsupported(err) ?
+		       " (this device cannot register dma-bufs)" : "");
+		errno = err;
+	}
+	return mr;
+}
+
+/* Registrations the import's PeerDirect client holds now (-1: unknown). */
+static int sp_import_regs(const struct sp_import *imp)
+{
+	struct strixpeer_import_info ii;
+
+	memset(&ii, 0, sizeof(ii));
+	ii.handle = imp->handle;
+	if (ioctl(imp->dev->fd, STRIXPEER_IOC_IMPORT_INFO, &ii) < 0)
+		return -1;
+	return (int)ii.registrations;
+}
+
+static void sp_peer_unavailable(const struct sp_dev *dev, struct sp_why *why)
+{
+	struct sp_info info;
+	struct sp_ctl *ctl;
+
+	if (dev->ver.features & SP_FEAT_PEERDIRECT) {
+		sp_say(why->peer, sizeof(why->peer),
+		       "the kernel pinned nothing and no PeerDirect client claimed the range");
+		return;
+	}
+	/* The module says why in its netlink info; best effort. */
+	memset(&info, 0, sizeof(info));
+	if (!sp_ctl_open(&ctl)) {
+		sp_ctl_info(ctl, &info);
+		sp_ctl_close(ctl);
+	}
+	sp_say(why->peer, sizeof(why->peer),
+	       "strixpeer's PeerDirect client is not active%s%s",
+	       info.peerdirect_reason[0] ? ": " : "",
+	       info.peerdirect_reason);
+}
+
+/*
+ * A range inside an import: the dma-buf first, then ibv_reg_mr(), which
+ * ib_core serves by pinning or, for pages it cannot pin, by asking the
+ * peer-memory clients (strixpeer's claims ranges of live imports).
+ */
+static struct ibv_mr *sp_reg_import(const struct sp_import *imp,
+				    struct ibv_pd *pd, uintptr_t start,
+				    size_t len, int access, unsigned int flags,
+				    enum sp_reg_path *path, struct sp_why *why)
+{
+	struct ibv_mr *mr = NULL;
+	int before, err;
+
+	if (!(flags & SP_REG_NO_DMABUF)) {
+		mr = sp_try_dmabuf(pd, imp->dmabuf_fd,
+				   imp->offset + (start - (uintptr_t)imp->addr),
+				   start, len, access, why);
+		if (mr) {
+			*path = SP_REG_DMABUF;
+			return mr;
+		}
+	} else {
+		sp_say(why->dmabuf, sizeof(why->dmabuf), "excluded by SP_REG_NO_DMABUF");
+	}
+	if ((flags & (SP_REG_NO_PLAIN | SP_REG_NO_PEERDIRECT)) ==
+	    (SP_REG_NO_PLAIN | SP_REG_NO_PEERDIRECT)) {
+		sp_say(why->plain, sizeof(why->plain), "excluded by SP_REG_NO_PLAIN");
+		sp_say(why->peer, sizeof(why->peer), "excluded by SP_REG_NO_PEERDIRECT");
+		return NULL;
+	}
+	before = sp_import_regs(imp);
+	mr = ibv_reg_mr(pd, (void *)start, len, access);
+	err = errno;
+	if (!mr) {
+		sp_say(why->plain, sizeof(why->plain),
+		       "ibv_reg_mr: %s (the kernel could not pin the pages)",
+		       strerror(err));
+		sp_peer_unavailable(imp->dev, why);
+		errno = err;
+		return NULL;
+	}
+	*path = before >= 0 && sp_import_regs(imp) > before ?
+		SP_REG_PEERDIRECT : SP_REG_PLAIN;
+	/* ib_core chose; a path the caller excluded is given back. */
+	if ((*path == SP_REG_PLAIN && (flags & SP_REG_NO_PLAIN)) ||
+	    (*path == SP_REG_PEERDIRECT && (flags & SP_REG_NO_PEERDIRECT))) {
+		ibv_dereg_mr(mr);
+		if (*path == SP_REG_PLAIN) {
+			sp_say(why->plain, sizeof(why->plain), "excluded by SP_REG_NO_PLAIN");
+			sp_say(why->peer, sizeof(why->peer),
+			       "the kernel pins these pages itself, so no PeerDirect client is asked");
+		} else {
+			sp_say(why->peer, sizeof(why->peer), "excluded by SP_REG_NO_PEERDIRECT");
+			sp_say(why->plain, sizeof(why->plain),
+			       "the kernel cannot pin these pages itself");
+		}
+		errno = EPERM;
+		return NULL;
+	}
+	return mr;
+}
+
+/* Anywhere else: ibv_reg_mr(), then a strixpeer buffer's own dma-buf. */
+static struct ibv_mr *sp_reg_other(struct sp_dev *dev, struct ibv_pd *pd,
+				   uintptr_t start, size_t len, int access,
+				   unsigned int flags, enum sp_reg_path *path,
+				   struct sp_why *why)
+{
+	const struct sp_buf *b = sp_find_buf(dev, start, len);
+	struct ibv_mr *mr;
+	int err = 0;
+
+	sp_say(why->peer, sizeof(why->peer),
+	       "no import of this device covers the range (declare it with sp_import_dmabuf())");
+	if (!(flags & SP_REG_NO_PLAIN)) {
+		mr = ibv_reg_mr(pd, (void *)start, len, access);
+		if (mr) {
+			*path = SP_REG_PLAIN;
+			return mr;
+		}
+		err = errno;
+		sp_say(why->plain, sizeof(why->plain),
+		       "ibv_reg_mr: %s%s", strerror(err),
+		       err == EFAULT ? " (the pages cannot be pinned: not normal memory, or not mapped)" :
+		       err == ENOMEM ? " (RLIMIT_MEMLOCK? ulimit -l)" : "");
+	} else {
+		sp_say(why->plain, sizeof(why->plain), "excluded by SP_REG_NO_PLAIN");
+	}
+	if (flags & SP_REG_NO_DMABUF) {
+		sp_say(why->dmabuf, sizeof(why->dmabuf), "excluded by SP_REG_NO_DMABUF");
+	} else if (!b) {
+		sp_say(why->dmabuf, sizeof(why->dmabuf),
+		       "the range is not inside a strixpeer buffer or import of this device, so it has no dma-buf");
+	} else {
+		struct sp_buf *wb = (struct sp_buf *)b;
+
+		if (wb->export_fd < 0 &&
+		    sp_buf_export(wb, SP_EXPORT_CLOEXEC | SP_EXPORT_RDWR,
+				  &wb->export_fd))
+			wb->export_fd = -1;
+		mr = sp_try_dmabuf(pd, wb->export_fd, start - (uintptr_t)b->addr,
+				   start, len, access, why);
+		if (mr) {
+			*path = SP_REG_DMABUF;
+			return mr;
+		}
+		err = errno;
+	}
+	errno = err ? err : EPERM;
+	return NULL;
+}
+
+int sp_reg_mr(struct sp_dev *dev, struct ibv_pd *pd, void *addr,
+	      size_t length, int access, unsigned int flags,
+	      struct sp_mr **mrp)
+{
+	const unsigned int known = SP_REG_NO_PLAIN | SP_REG_NO_DMABUF |
+				   SP_REG_NO_PEERDIRECT | SP_REG_NO_CACHE;
+	uintptr_t start = (uintptr_t)addr;
+	const struct sp_import *imp;
+	enum sp_reg_path path = 0;
+	struct sp_why why;
+	struct ibv_mr *mr;
+	struct sp_mr *m;
+
+	if (flags & ~known)
+		return sp_fail(EINVAL, "unknown sp_reg_mr flags %#x", flags & ~known);
+	if (!pd || !length || start + length < start)
+		return sp_fail(EINVAL, "registration of %zu bytes at %p: need a protection domain and a non-empty range",
+			       length, addr);
+	if (getpid() != dev->pid)
+		return sp_fail(EACCES, "this strixpeer device was opened by process %d: after fork(), open your own device and verbs context",
+			       (int)dev->pid);
+	dev->drop_range = sp_drop_range;
+	dev->drop_all = sp_drop_all;
+
+	if (!(flags & SP_REG_NO_CACHE)) {
+		for (m = dev->mrs; m; m = m->next) {
+			if (m->pd == pd && m->start == start &&
+			    m->length == length && m->access == access) {
+				m->refs++;
+				dev->reg_hits++;
+				*mrp = m;
+				return 1;
+			}
+		}
+	}
+
+	memset(&why, 0, sizeof(why));
+	imp = (flags & SP_REG_NO_PEERDIRECT) && (flags & SP_REG_NO_DMABUF) ?
+		NULL : sp_find_import(dev, start, length);
+	if (imp)
+		mr = sp_reg_import(imp, pd, start, length, access, flags, &path, &why);
+	else
+		mr = sp_reg_other(dev, pd, start, length, access, flags, &path, &why);
+	if (!mr) {
+		int err = errno ? errno : EPERM;
+
+		return sp_fail(err, "cannot register %zu bytes at %p: plain: %s; dma-buf: %s; PeerDirect: %s",
+			       length, addr, why.plain[0] ? why.plain : "not tried",
+			       why.dmabuf[0] ? why.dmabuf : "not tried",
+			       why.peer[0] ? why.peer : "not tried");
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		ibv_dereg_mr(mr);
+		return sp_fail(ENOMEM, "out of memory");
+	}
+	m->dev = dev;
+	m->pid = dev->pid;
+	m->pd = pd;
+	m->start = start;
+	m->length = length;
+	m->access = access;
+	m->refs = 1;
+	m->path = path;
+	m->mr = mr;
+	m->keep = imp || sp_find_buf(dev, start, length);
+	dev->reg_misses++;
+	if (!(flags & SP_REG_NO_CACHE)) {
+		m->cached = 1;
+		m->next = dev->mrs;
+		dev->mrs = m;
+	}
+	*mrp = m;
+	return 0;
+}
+
+struct ibv_mr *sp_mr_ibv(const struct sp_mr *mr)
+{
+	return mr->mr;
+}
+
+enum sp_reg_path sp_mr_path(const struct sp_mr *mr)
+{
+	return mr->path;
+}
+
+const char *sp_reg_path_name(enum sp_reg_path path)
+{
+	switch (path) {
+	case SP_REG_PLAIN:
+		return "plain";
+	case SP_REG_DMABUF:
+		return "dmabuf";
+	case SP_REG_PEERDIRECT:
+		return "peerdirect";
+	}
+	return "unknown";
+}
+
+int sp_dereg_mr(struct sp_mr *mr)
+{
+	int ret;
+
+	if (!mr)
+		return 0;
+	if (getpid() != mr->pid)
+		return sp_fail(EACCES, "this registration belongs to process %d",
+			       (int)mr->pid);
+	if (!mr->refs)
+		return sp_fail(EINVAL, "registration of %zu bytes at %#lx has no reference left",
+			       mr->length, (unsigned long)mr->start);
+	if (--mr->refs || (mr->cached && mr->keep))
+		return 0;
+	if (mr->cached)
+		sp_unlink(mr);
+	ret = sp_mr_destroy(mr);
+	return ret ? sp_fail(-ret, "ibv_dereg_mr: %s", strerror(-ret)) : 0;
+}
+
+int sp_reg_cache_flush(struct sp_dev *dev)
+{
+	struct sp_mr *m = dev->mrs, *next;
+	int n = 0;
+
+	for (; m; m = next) {
+		next = m->next;
+		if (m->refs)
+			continue;
+		sp_unlink(m);
+		sp_mr_destroy(m);
+		n++;
+	}
+	return n;
+}
+
+int sp_reg_cache_stats(const struct sp_dev *dev, struct sp_reg_stats *st)
+{
+	const struct sp_mr *m;
+
+	memset(st, 0, sizeof(*st));
+	st->hits = dev->reg_hits;
+	st->misses = dev->reg_misses;
+	st->dropped = dev->reg_dropped;
+	for (m = dev->mrs; m; m = m->next) {
+		st->entries++;
+		if (!m->refs)
+			st->idle++;
+	}
+	return 0;
+}
