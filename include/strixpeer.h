@@ -115,7 +115,9 @@ int sp_dev_open(const char *path, struct sp_dev **devp);
  * sp_dev_close() - close the device
  * @dev: handle, or NULL
  *
- * Buffers not freed yet are unmapped and freed.
+ * Buffers not freed yet are unmapped and freed, imports ended, and
+ * registrations made by sp_reg_mr() deregistered (their handles become
+ * invalid).
  */
 void sp_dev_close(struct sp_dev *dev);
 

@@ -3,7 +3,8 @@
  * dma-buf export of strixpeer buffers: the ioctl and sp_buf_export(), the
  * dma-buf's own mmap, begin/end CPU access, vgem as a pinned (static)
  * importer, the simulated HCA (tests/kmod/peersim.c) as a dynamic and as
- * a pinned importer doing DMA through the scatterlist it was given, the
+ * a pinned importer doing DMA through the scatterlist it was given (and
+ * CPU copies through the exporter's vmap), the
  * lifetime rules, re-import through STRIXPEER_IOC_IMPORT, and the control
  * plane's counters and events.
  */
@@ -299,6 +300,12 @@ static void sim_importer(uint32_t flags, size_t len, const char *what)
 	CHECK(sp_verify(x.map + 4096 + 7, x.len - 8192, 4096 + 7, 52) < 0,
 	      "device write not in the buffer");
 	CHECK(sp_verify(x.map, 4096 + 7, 0, 51) < 0, "device wrote before its range");
+	/* the CPU through the exporter's vmap() sees and changes the same bytes */
+	CHECK_OK(peersim_vmap_copy(sim, h, 0, tmp, x.len - 8192, 0));
+	CHECK(sp_verify(tmp, x.len - 8192, 4096 + 7, 52) < 0, "vmap read wrong bytes");
+	sp_fill(tmp, 4096, 4096 + 7, 53);
+	CHECK_OK(peersim_vmap_copy(sim, h, 0, tmp, 4096, 1));
+	CHECK(sp_verify(x.map + 4096 + 7, 4096, 4096 + 7, 53) < 0, "vmap write not in the buffer");
 	free(tmp);
 	CHECK(xb_entry(&x).attachments == 1, "attachment not counted");
 	CHECK_OK(peersim_dereg_mr(sim, h));
@@ -333,14 +340,21 @@ static void test_sg_entries_64m(void)
 	CHECK_OK(peersim_info(sim, &info));
 	CHECK(sp_buf_query(x.buf, &bi) == 0, "%s", sp_errmsg());
 	CHECK_OK(peersim_reg_dmabuf_mr(sim, x.fd, 0, x.len, PEERSIM_ACCESS_WRITE, 0, &r));
-	CHECK(r.max_seg <= info.max_seg_size, "segment of %llu bytes above the device's %llu",
-	      (unsigned long long)r.max_seg, (unsigned long long)info.max_seg_size);
-	/* no more entries than runs split at the limit, no fewer than needed */
-	CHECK(r.nents >= x.len / info.max_seg_size && r.nents >= bi.nr_chunks,
-	      "%u entries for %u runs", r.nents, bi.nr_chunks);
+	/* what strixpeer handed the importer, before the HCA's own splitting */
+	CHECK(r.exp_max_seg <= info.max_seg_size,
+	      "exporter gave a %llu-byte segment to a device whose limit is %llu",
+	      (unsigned long long)r.exp_max_seg, (unsigned long long)info.max_seg_size);
+	CHECK(r.exp_nents == r.nents, "the HCA had to split: %u entries given, %u used",
+	      r.exp_nents, r.nents);
+	/* runs merged: no more entries than runs split at the limit */
+	CHECK(r.exp_nents >= x.len / info.max_seg_size && r.exp_nents >= bi.nr_chunks,
+	      "%u entries for %u runs", r.exp_nents, bi.nr_chunks);
+	if (info.max_seg_size >= 2 * MiB && bi.page_size >= 2 * MiB)
+		CHECK(r.exp_nents <= x.len / (2 * MiB), "%u entries: 2 MiB pages not merged",
+		      r.exp_nents);
 	tap_diag("segments_64m_export %u (buffer: %u contiguous runs, %llu KiB pages; device max segment %llu; longest %llu)",
-		 r.nents, bi.nr_chunks, (unsigned long long)(bi.page_size / 1024),
-		 (unsigned long long)info.max_seg_size, (unsigned long long)r.max_seg);
+		 r.exp_nents, bi.nr_chunks, (unsigned long long)(bi.page_size / 1024),
+		 (unsigned long long)info.max_seg_size, (unsigned long long)r.exp_max_seg);
 	CHECK_OK(peersim_dereg_mr(sim, r.handle));
 	close(sim);
 	close(x.fd);

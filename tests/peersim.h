@@ -95,6 +95,18 @@ static inline int peersim_dma_write(int fd, uint32_t handle, uint64_t offset,
 	return ioctl(fd, PEERSIM_IOC_DMA_WRITE, &d);
 }
 
+/* The CPU copies through the dma-buf's kernel mapping (dma_buf_vmap()). */
+static inline int peersim_vmap_copy(int fd, uint32_t handle, uint64_t offset,
+				    void *buf, uint64_t len, int to_mem)
+{
+	struct peersim_dma d = {
+		.handle = handle, .flags = PEERSIM_DMA_VMAP, .offset = offset,
+		.length = len, .buf = (uintptr_t)buf,
+	};
+
+	return ioctl(fd, to_mem ? PEERSIM_IOC_DMA_WRITE : PEERSIM_IOC_DMA_READ, &d);
+}
+
 /* "DMA" len bytes from the MR at offset into buf. */
 static inline int peersim_dma_read(int fd, uint32_t handle, uint64_t offset,
 				   void *buf, uint64_t len)

@@ -192,6 +192,8 @@ static void bad_flags_and_reserved(void)
 				  .buf = (uintptr_t)mem };
 	CHECK_ERR(ioctl(fd, PEERSIM_IOC_DMA_WRITE, &d), EINVAL);
 	CHECK_ERR(ioctl(fd, PEERSIM_IOC_DMA_READ, &d), EINVAL);
+	d.flags = 1U << 5;	/* unknown; (1: VMAP is for dma-buf MRs only) */
+	CHECK_ERR(ioctl(fd, PEERSIM_IOC_DMA_WRITE, &d), EINVAL);
 	CHECK_OK(peersim_dereg_mr(fd, ok.handle));
 	CHECK(peersim_live_mrs(fd) == before, "MRs left behind");
 	munmap(mem, page_size());

@@ -44,4 +44,11 @@ probe DMA_BUF_INVALIDATE_MAPPINGS \
 	'void sp_probe_cb(struct dma_buf_attachment *a) { }' \
 	'const struct dma_buf_attach_ops sp_probe_ops = { .invalidate_mappings = sp_probe_cb };'
 
+# 6.2, 56e5abba8c3e "dma-buf: Add unlocked variant of vmapping functions"
+# (dma_buf_vmap() itself wants the resv lock held since then)
+probe DMA_BUF_VMAP_UNLOCKED \
+	'#include <linux/dma-buf.h>' \
+	'int sp_probe(struct dma_buf *d, struct iosys_map *m);' \
+	'int sp_probe(struct dma_buf *d, struct iosys_map *m) { return dma_buf_vmap_unlocked(d, m); }'
+
 echo "#endif"

@@ -107,6 +107,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/dma-resv.h>
 #include <linux/highmem.h>
+#include <linux/iosys-map.h>
 #include <linux/kernfs.h>
 #include <linux/kobject.h>
 #include <linux/kref.h>
@@ -140,6 +141,25 @@ MODULE_IMPORT_NS(DMA_BUF);
 #else
 MODULE_IMPORT_NS("DMA_BUF");
 #endif
+
+/* A dma-buf's kernel mapping without holding its resv lock: 6.2 split it. */
+static int psim_dma_buf_vmap(struct dma_buf *dbuf, struct iosys_map *map)
+{
+#ifdef PSIM_HAVE_DMA_BUF_VMAP_UNLOCKED
+	return dma_buf_vmap_unlocked(dbuf, map);
+#else
+	return dma_buf_vmap(dbuf, map);
+#endif
+}
+
+static void psim_dma_buf_vunmap(struct dma_buf *dbuf, struct iosys_map *map)
+{
+#ifdef PSIM_HAVE_DMA_BUF_VMAP_UNLOCKED
+	dma_buf_vunmap_unlocked(dbuf, map);
+#else
+	dma_buf_vunmap(dbuf, map);
+#endif
+}
 
 /* The importer callback for a moving buffer: renamed in 7.x. */
 #ifdef PSIM_HAVE_DMA_BUF_INVALIDATE_MAPPINGS
@@ -276,6 +296,8 @@ struct psim_seg {
  * @dbuf_sgt: dma-buf path: the exporter's mapping while mapped (under resv)
  * @dbuf_pinned: dma-buf path: dma_buf_pin()ned at registration
  * @max_seg: longest @mtt entry (dma-buf path)
+ * @exp_nents: entries of the exporter's table as it gave it (dma-buf path)
+ * @exp_max_seg: longest of those, before any trimming or splitting
  */
 struct psim_mr {
 	struct kref kref;
@@ -324,6 +346,8 @@ struct psim_mr {
 	struct sg_table *dbuf_sgt;
 	bool dbuf_pinned;
 	u64 max_seg;
+	unsigned int exp_nents;
+	u64 exp_max_seg;
 };
 
 /* Per open file: its MRs, by handle. */
@@ -1318,6 +1342,7 @@ static int psim_dmabuf_map(struct psim_mr *mr)
 {
 	struct dma_resv *resv = mr->dbuf->resv;
 	struct psim_seg *mtt = NULL;
+	struct scatterlist *sg;
 	struct sg_table *sgt;
 	unsigned int n, i;
 	u64 covered, need;
@@ -1350,6 +1375,11 @@ static int psim_dmabuf_map(struct psim_mr *mr)
 
 		down_write(&mr->dma_sem);
 		mr->dbuf_sgt = sgt;
+		mr->exp_nents = sgt->nents;
+		mr->exp_max_seg = 0;
+		for_each_sgtable_dma_sg(sgt, sg, i)
+			mr->exp_max_seg = max_t(u64, mr->exp_max_seg,
+						sg_dma_len(sg));
 		mr->mtt = mtt;
 		mr->nmtt = n;
 		mr->first_off = mr->addr & ~PAGE_MASK;
@@ -1455,7 +1485,7 @@ static const struct dma_buf_attach_ops psim_dmabuf_pinned_attach_ops = {
  * registration. Reports the mapping's entries and longest entry.
  */
 static int psim_dmabuf_get(struct psim_mr *mr, int fd, bool pinned,
-			   u32 *nents, u64 *max_seg)
+			   struct peersim_reg_dmabuf_mr *r)
 {
 	struct dma_buf_attachment *attach;
 	struct dma_buf *dbuf;
@@ -1499,8 +1529,10 @@ static int psim_dmabuf_get(struct psim_mr *mr, int fd, bool pinned,
 	if (ret)
 		goto out_unpin;
 	/* the MTT is stable while resv is held */
-	*nents = mr->nmtt;
-	*max_seg = mr->max_seg;
+	r->nents = mr->nmtt;
+	r->max_seg = mr->max_seg;
+	r->exp_nents = mr->exp_nents;
+	r->exp_max_seg = mr->exp_max_seg;
 	dma_resv_unlock(dbuf->resv);
 	return 0;
 
@@ -1692,6 +1724,35 @@ static struct psim_mr *psim_file_get_mr(struct psim_file *f, u32 handle)
 	return mr;
 }
 
+/*
+ * PEERSIM_DMA_VMAP: the CPU copies through the exporter's kernel mapping of
+ * the whole dma-buf (dma_buf_vmap()), no DMA involved. The MR's own
+ * reference keeps the dma-buf; no psim lock is held.
+ */
+static int psim_dma_vmap(struct psim_mr *mr, const struct peersim_dma *d,
+			 bool to_mem)
+{
+	void __user *ubuf = u64_to_user_ptr(d->buf);
+	struct iosys_map map;
+	void *p;
+	int ret;
+
+	ret = psim_dma_buf_vmap(mr->dbuf, &map);
+	if (ret)
+		return ret;
+	if (map.is_iomem) {
+		psim_dma_buf_vunmap(mr->dbuf, &map);
+		return -EOPNOTSUPP;
+	}
+	p = map.vaddr + mr->addr + d->offset;
+	if (to_mem)
+		ret = copy_from_user(p, ubuf, d->length) ? -EFAULT : 0;
+	else
+		ret = copy_to_user(ubuf, p, d->length) ? -EFAULT : 0;
+	psim_dma_buf_vunmap(mr->dbuf, &map);
+	return ret;
+}
+
 static int psim_dma(struct psim_file *f, const struct peersim_dma *d,
 		    bool to_mem)
 {
@@ -1702,7 +1763,7 @@ static int psim_dma(struct psim_file *f, const struct peersim_dma *d,
 	void *bounce;
 	int ret = 0;
 
-	if (d->flags)
+	if (d->flags & ~PEERSIM_DMA_FLAGS)
 		return -EINVAL;
 	mr = psim_file_get_mr(f, d->handle);
 	if (!mr)
@@ -1713,6 +1774,11 @@ static int psim_dma(struct psim_file *f, const struct peersim_dma *d,
 	}
 	if (to_mem && !mr->writable) {
 		ret = -EACCES;
+		goto out_put;
+	}
+	if (d->flags & PEERSIM_DMA_VMAP) {
+		ret = mr->path == PEERSIM_PATH_DMABUF && !READ_ONCE(mr->deregistered) ?
+		      psim_dma_vmap(mr, d, to_mem) : -EINVAL;
 		goto out_put;
 	}
 	bounce = kvmalloc(min_t(u64, max_t(u64, d->length, 1), PSIM_DMA_CHUNK),
@@ -1835,20 +1901,18 @@ static int psim_ioc_reg_dmabuf_mr(struct psim_file *f, void *data)
 {
 	struct peersim_reg_dmabuf_mr *r = data;
 	struct psim_mr *mr;
-	u64 max_seg;
-	u32 handle, nents;
+	u32 handle;
 	int ret;
 
 	if ((r->flags & ~PEERSIM_DMABUF_FLAGS) ||
-	    (r->access & ~PEERSIM_ACCESS_ALL) || r->reserved)
+	    (r->access & ~PEERSIM_ACCESS_ALL) || r->reserved || r->reserved2)
 		return -EINVAL;
 	if (r->offset != (unsigned long)r->offset || r->length != (size_t)r->length)
 		return -EINVAL;
 	mr = psim_mr_alloc(r->offset, r->length, r->access & PEERSIM_ACCESS_WRITE);
 	if (!mr)
 		return -ENOMEM;
-	ret = psim_dmabuf_get(mr, r->fd, r->flags & PEERSIM_DMABUF_PINNED,
-			      &nents, &max_seg);
+	ret = psim_dmabuf_get(mr, r->fd, r->flags & PEERSIM_DMABUF_PINNED, r);
 	if (ret)
 		goto out_free;
 
@@ -1859,8 +1923,6 @@ static int psim_ioc_reg_dmabuf_mr(struct psim_file *f, void *data)
 		return ret;
 	}
 	r->handle = handle;
-	r->nents = nents;
-	r->max_seg = max_seg;
 	return 0;
 
 out_free:

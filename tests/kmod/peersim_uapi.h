@@ -197,10 +197,16 @@ struct peersim_mr_info {
 	__u32 reserved;
 };
 
+/* peersim_dma.flags */
+#define PEERSIM_DMA_VMAP	(1U << 0) /* dma-buf MRs: through dma_buf_vmap() */
+#define PEERSIM_DMA_FLAGS	PEERSIM_DMA_VMAP
+
 /**
  * struct peersim_dma - PEERSIM_IOC_DMA_WRITE / PEERSIM_IOC_DMA_READ (in)
  * @handle: the MR
- * @flags: zero
+ * @flags: PEERSIM_DMA_*; PEERSIM_DMA_VMAP (dma-buf MRs only, else EINVAL)
+ *	copies through the exporter's kernel mapping (dma_buf_vmap()), as a
+ *	driver's CPU access to an imported buffer would, instead of DMA
  * @offset: byte offset into the MR
  * @length: bytes to copy; offset + length <= the MR's length
  * @buf: user pointer: source (DMA_WRITE: user -> MR) or destination
@@ -293,6 +299,10 @@ struct peersim_clients {
  *	split at the device's max_seg_size)
  * @reserved: zero
  * @max_seg: out: longest DMA segment in bytes
+ * @exp_nents: out: entries of the table the exporter returned, as given
+ *	(before trimming to the range and splitting at max_seg_size)
+ * @reserved2: zero
+ * @exp_max_seg: out: longest of those entries in bytes
  *
  * DEREG_MR, MR_INFO (path PEERSIM_PATH_DMABUF), MR_SEGS, DMA_WRITE and
  * DMA_READ work on it as on other MRs.
@@ -307,6 +317,9 @@ struct peersim_reg_dmabuf_mr {
 	__u32 nents;
 	__u32 reserved;
 	__u64 max_seg;
+	__u32 exp_nents;
+	__u32 reserved2;
+	__u64 exp_max_seg;
 };
 
 #define PEERSIM_IOC_INFO	_IOR(PEERSIM_IOC_MAGIC, 0x00, struct peersim_info)

@@ -336,7 +336,8 @@ static int cmd_buf(int argc, char **argv)
 }
 
 /* Prometheus text exposition format, for node_exporter's textfile collector. */
-static void print_prometheus(const struct sp_counters *c, const struct sp_config *cfg)
+static void print_prometheus(const struct sp_counters *c, const struct sp_peer_counters *pc,
+			     const struct sp_config *cfg)
 {
 	static const struct {
 		const char *name, *type, *help;
@@ -386,6 +387,13 @@ static void print_prometheus(const struct sp_counters *c, const struct sp_config
 	printf("# HELP strixpeer_max_pinned_bytes node-wide pin limit (0: none)\n"
 	       "# TYPE strixpeer_max_pinned_bytes gauge\nstrixpeer_max_pinned_bytes %" PRIu64 "\n",
 	       cfg->max_pinned_bytes);
+	printf("# HELP strixpeer_peer_maps_total PeerDirect mappings made for a device\n"
+	       "# TYPE strixpeer_peer_maps_total counter\nstrixpeer_peer_maps_total %" PRIu64 "\n"
+	       "# HELP strixpeer_peer_registrations PeerDirect registrations alive\n"
+	       "# TYPE strixpeer_peer_registrations gauge\nstrixpeer_peer_registrations %" PRIu64 "\n"
+	       "# HELP strixpeer_imports dma-buf imports alive\n"
+	       "# TYPE strixpeer_imports gauge\nstrixpeer_imports %" PRIu64 "\n",
+	       pc->maps, pc->registrations, pc->imports);
 }
 
 /* stats [-f prometheus] */
@@ -412,7 +420,7 @@ static int cmd_stats(int argc, char **argv)
 	}
 	sp_ctl_close(ctl);
 	if (prom) {
-		print_prometheus(&c, &cfg);
+		print_prometheus(&c, &pc, &cfg);
 		return 0;
 	}
 	pr_obj_open(NULL);

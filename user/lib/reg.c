@@ -355,8 +355,7 @@ int sp_reg_mr(struct sp_dev *dev, struct ibv_pd *pd, void *addr,
 	}
 
 	memset(&why, 0, sizeof(why));
-	imp = (flags & SP_REG_NO_PEERDIRECT) && (flags & SP_REG_NO_DMABUF) ?
-		NULL : sp_find_import(dev, start, length);
+	imp = sp_find_import(dev, start, length);
 	if (imp)
 		mr = sp_reg_import(imp, pd, start, length, access, flags, &path, &why);
 	else
