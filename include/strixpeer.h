@@ -117,7 +117,8 @@ int sp_dev_open(const char *path, struct sp_dev **devp);
  *
  * Buffers not freed yet are unmapped and freed, imports ended, and
  * registrations made by sp_reg_mr() deregistered (their handles become
- * invalid).
+ * invalid). In a forked child, closing an inherited device frees only the
+ * child's copy: the parent's registrations stay.
  */
 void sp_dev_close(struct sp_dev *dev);
 
@@ -231,7 +232,8 @@ int sp_buf_export(struct sp_buf *buf, unsigned int flags, int *fdp);
  * @dev: handle
  * @dmabuf_fd: the dma-buf (e.g. from hsa_amd_portable_export_dmabuf(),
  *	DRM PRIME, udmabuf or a dma-heap); the module keeps its own
- *	reference, so the fd may be closed afterwards
+ *	reference, so the fd may be closed afterwards (the library keeps a
+ *	duplicate for sp_reg_mr() until sp_import_free())
  * @offset: byte offset into the dma-buf of @addr, page aligned
  * @length: bytes, page aligned
  * @addr: page-aligned address where those bytes are mapped in this process
@@ -655,7 +657,8 @@ int sp_dereg_mr(struct sp_mr *mr);
  * sp_reg_cache_flush() - deregister every cached registration nobody uses
  * @dev: device
  *
- * Return: the number deregistered, or negative errno.
+ * Return: the number deregistered, or negative errno (the first
+ * ibv_dereg_mr() error; the entries are gone all the same).
  */
 int sp_reg_cache_flush(struct sp_dev *dev);
 

@@ -302,6 +302,8 @@ static void test_regmr_fork(void)
 			_exit(5);
 		sp_dereg_mr(b);
 		sp_dev_close(d2);
+		/* closing the inherited device must leave the parent's MR */
+		sp_dev_close(dev);
 		_exit(0);
 	}
 	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status), "child died");
@@ -311,6 +313,8 @@ static void test_regmr_fork(void)
 	      sp_errmsg());
 	CHECK_OK(sp_dereg_mr(a));
 	CHECK_OK(sp_dereg_mr(a));
+	/* still registered: ibv_dereg_mr() succeeds here, once */
+	CHECK(sp_reg_cache_flush(dev) == 1, "flush: %s", sp_errmsg());
 	sp_dev_close(dev);
 	verbs_close(&v);
 	CHECK_NOTHING_PINNED();

@@ -58,9 +58,14 @@ static void sp_unlink(struct sp_mr *m)
 	m->cached = 0;
 }
 
+/*
+ * Deregisters and frees. In a forked child (sp_dev_close() of an inherited
+ * device) only our memory goes: the verbs context is the parent's, and a
+ * deregistration through it would take the MR away from the parent.
+ */
 static int sp_mr_destroy(struct sp_mr *m)
 {
-	int ret = ibv_dereg_mr(m->mr);
+	int ret = getpid() == m->pid ? ibv_dereg_mr(m->mr) : 0;
 
 	free(m);
 	return ret ? -ret : 0;
@@ -439,17 +444,22 @@ int sp_dereg_mr(struct sp_mr *mr)
 int sp_reg_cache_flush(struct sp_dev *dev)
 {
 	struct sp_mr *m = dev->mrs, *next;
-	int n = 0;
+	int n = 0, err = 0, ret;
 
+	if (getpid() != dev->pid)
+		return sp_fail(EACCES, "this strixpeer device was opened by process %d",
+			       (int)dev->pid);
 	for (; m; m = next) {
 		next = m->next;
 		if (m->refs)
 			continue;
 		sp_unlink(m);
-		sp_mr_destroy(m);
+		ret = sp_mr_destroy(m);
+		if (ret && !err)
+			err = ret;
 		n++;
 	}
-	return n;
+	return err ? sp_fail(-err, "ibv_dereg_mr: %s", strerror(-err)) : n;
 }
 
 int sp_reg_cache_stats(const struct sp_dev *dev, struct sp_reg_stats *st)
