@@ -159,7 +159,7 @@ static void print_counters(const struct sp_counters *c, bool all)
 	pr_u64("dmabuf_attachments", "dma-buf attachments", c->dmabuf_attachments);
 }
 
-/* One screen: module, PeerDirect, memory, limits, NUMA nodes. */
+/* Buffers exported and buffers pinned by a driver, for status. */
 struct buf_tally {
 	uint64_t exported, pinned;
 };
@@ -173,6 +173,7 @@ static int tally_buf(const struct sp_buf_entry *e, void *arg)
 	return 0;
 }
 
+/* One screen: module, PeerDirect, memory, sharing, limits, NUMA nodes. */
 static int cmd_status(int argc, char **argv)
 {
 	struct sp_peer_counters pc;
