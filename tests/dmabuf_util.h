@@ -47,6 +47,13 @@ struct sp_drm_prime_handle {
 #define SP_DRM_IOCTL_MODE_CREATE_DUMB	_IOWR('d', 0xB2, struct sp_drm_create_dumb)
 #define SP_DRM_IOCTL_MODE_MAP_DUMB	_IOWR('d', 0xB3, struct sp_drm_map_dumb)
 
+struct sp_drm_gem_close {
+	uint32_t handle, pad;
+};
+
+#define SP_DRM_IOCTL_GEM_CLOSE		_IOW('d', 0x09, struct sp_drm_gem_close)
+#define SP_DRM_IOCTL_PRIME_FD_TO_HANDLE	_IOWR('d', 0x2e, struct sp_drm_prime_handle)
+
 enum sp_exporter { SP_EXP_VGEM, SP_EXP_UDMABUF, SP_EXP_HEAP };
 
 static const char *const sp_exporter_name[] = { "vgem", "udmabuf", "dma-heap" };
@@ -155,6 +162,23 @@ static inline void sp_xbuf_free(struct sp_xbuf *x)
 		close(x->card);	/* drops the GEM handle */
 	x->map = NULL;
 	x->fd = x->card = -1;
+}
+
+/* vgem imports the dma-buf @fd (PRIME); returns the GEM handle. */
+static inline uint32_t sp_vgem_import(int card, int fd)
+{
+	struct sp_drm_prime_handle ph = { .fd = fd };
+
+	CHECK_OK(ioctl(card, SP_DRM_IOCTL_PRIME_FD_TO_HANDLE, &ph));
+	return ph.handle;
+}
+
+/* Drops a GEM handle (an import's attachment goes with its last one). */
+static inline void sp_vgem_close(int card, uint32_t handle)
+{
+	struct sp_drm_gem_close gc = { .handle = handle };
+
+	CHECK_OK(ioctl(card, SP_DRM_IOCTL_GEM_CLOSE, &gc));
 }
 
 /* dma-bufs alive on the node (debugfs), or -1 when it cannot be read. */

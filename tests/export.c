@@ -18,13 +18,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-struct sp_drm_gem_close {
-	uint32_t handle, pad;
-};
-
-#define SP_DRM_IOCTL_GEM_CLOSE		_IOW('d', 0x09, struct sp_drm_gem_close)
-#define SP_DRM_IOCTL_PRIME_FD_TO_HANDLE	_IOWR('d', 0x2e, struct sp_drm_prime_handle)
-
 static int raw_export(int fd, uint32_t handle, uint32_t flags, int *out)
 {
 	struct strixpeer_buf_export e = { .handle = handle, .flags = flags };
@@ -187,9 +180,9 @@ static void test_export_cpu_access(void)
 /* vgem imports the export (a pinned, non-dynamic importer: drm_prime). */
 static void test_vgem_imports_export(void)
 {
-	struct sp_drm_prime_handle ph = { 0 }, back = { .flags = O_RDWR | O_CLOEXEC };
+	struct sp_drm_prime_handle back = { .flags = O_RDWR | O_CLOEXEC };
 	struct sp_drm_map_dumb md = { 0 };
-	struct sp_drm_gem_close gc = { 0 };
+	uint32_t gem;
 	struct sp_buf_entry e;
 	struct stat st1, st2;
 	int card = sp_vgem_card();
@@ -199,14 +192,13 @@ static void test_vgem_imports_export(void)
 	if (card < 0)
 		SKIP("no vgem card in /dev/dri (modprobe vgem)");
 	xb_new(&x, 4 * MiB, 31);
-	ph.fd = x.fd;
-	CHECK_OK(ioctl(card, SP_DRM_IOCTL_PRIME_FD_TO_HANDLE, &ph));
+	gem = sp_vgem_import(card, x.fd);
 	e = xb_entry(&x);
 	CHECK(e.exported && e.exports == 1 && e.attachments == 1,
 	      "exported %d exports %u attachments %u", e.exported, e.exports, e.attachments);
 
 	/* vgem hands the same dma-buf back; its bytes are the buffer's */
-	back.handle = ph.handle;
+	back.handle = gem;
 	CHECK_OK(ioctl(card, SP_DRM_IOCTL_PRIME_HANDLE_TO_FD, &back));
 	CHECK_OK(fstat(x.fd, &st1));
 	CHECK_OK(fstat(back.fd, &st2));
@@ -219,7 +211,7 @@ static void test_vgem_imports_export(void)
 	munmap(m, x.len);
 
 	/* vgem's own mapping of an imported object, where the kernel allows it */
-	md.handle = ph.handle;
+	md.handle = gem;
 	if (ioctl(card, SP_DRM_IOCTL_MODE_MAP_DUMB, &md) == 0) {
 		m = mmap(NULL, x.len, PROT_READ | PROT_WRITE, MAP_SHARED, card, (off_t)md.offset);
 		CHECK(m != MAP_FAILED, "vgem mmap: %s", strerror(errno));
@@ -230,8 +222,7 @@ static void test_vgem_imports_export(void)
 		tap_diag("vgem refuses its own mapping of imported objects (drm_gem_dumb_map_offset: EINVAL); bytes checked through the fd vgem hands back");
 	}
 	close(back.fd);
-	gc.handle = ph.handle;
-	CHECK_OK(ioctl(card, SP_DRM_IOCTL_GEM_CLOSE, &gc));
+	sp_vgem_close(card, gem);
 	e = xb_entry(&x);
 	CHECK(e.attachments == 0, "attachments %u after GEM_CLOSE", e.attachments);
 	close(card);
@@ -243,8 +234,7 @@ static void test_vgem_imports_export(void)
 /* Freeing the handle and closing every fd leaves the memory to vgem. */
 static void test_export_outlives_handle(void)
 {
-	struct sp_drm_prime_handle ph = { 0 }, back = { .flags = O_RDWR };
-	struct sp_drm_gem_close gc = { 0 };
+	struct sp_drm_prime_handle back = { .flags = O_RDWR };
 	uint64_t buffers0 = sp_test_stats().buffers;
 	int card = sp_vgem_card();
 	struct xb x;
@@ -253,14 +243,12 @@ static void test_export_outlives_handle(void)
 	if (card < 0)
 		SKIP("no vgem card in /dev/dri (modprobe vgem)");
 	xb_new(&x, 2 * MiB, 41);
-	ph.fd = x.fd;
-	CHECK_OK(ioctl(card, SP_DRM_IOCTL_PRIME_FD_TO_HANDLE, &ph));
+	back.handle = sp_vgem_import(card, x.fd);
 	CHECK_OK(sp_buf_free(x.buf));
 	close(x.fd);
 	sp_dev_close(x.dev);
 	CHECK(sp_test_stats().buffers == buffers0 + 1, "buffer went with its handle");
 
-	back.handle = ph.handle;
 	CHECK_OK(ioctl(card, SP_DRM_IOCTL_PRIME_HANDLE_TO_FD, &back));
 	m = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, back.fd, 0);
 	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
@@ -268,8 +256,7 @@ static void test_export_outlives_handle(void)
 	CHECK(sp_verify(m, 2 * MiB, 0, 41) < 0, "bytes after the handle went");
 	sp_fill(m, 2 * MiB, 0, 42);
 	CHECK(sp_verify(m, 2 * MiB, 0, 42) < 0, "write after the handle went");
-	gc.handle = ph.handle;
-	CHECK_OK(ioctl(card, SP_DRM_IOCTL_GEM_CLOSE, &gc));
+	sp_vgem_close(card, back.handle);
 	CHECK(sp_test_stats().buffers == buffers0 + 1, "the mapping no longer holds it");
 	munmap(m, 2 * MiB);
 	close(card);
@@ -436,10 +423,9 @@ static void *monitor_thread(void *arg)
 
 static void test_export_counters_and_events(void)
 {
-	struct sp_drm_prime_handle ph = { 0 };
-	struct sp_drm_gem_close gc = { 0 };
 	struct ev_log l = { 0 };
 	struct sp_counters c0, c1;
+	uint32_t gem;
 	struct sp_ctl *ctl;
 	int card = sp_vgem_card();
 	pthread_t t;
@@ -453,16 +439,14 @@ static void test_export_counters_and_events(void)
 	CHECK_OK(pthread_create(&t, NULL, monitor_thread, &l));
 	usleep(300000);	/* the monitor joins the group */
 	xb_new(&x, MiB, 81);
-	ph.fd = x.fd;
-	CHECK_OK(ioctl(card, SP_DRM_IOCTL_PRIME_FD_TO_HANDLE, &ph));
+	gem = sp_vgem_import(card, x.fd);
 	CHECK(sp_ctl_stats(ctl, &c1) == 0, "%s", sp_errmsg());
 	CHECK(c1.dmabuf_exports == c0.dmabuf_exports + 1 &&
 	      c1.dmabuf_attachments == c0.dmabuf_attachments + 1,
 	      "exports %llu -> %llu, attachments %llu -> %llu",
 	      (unsigned long long)c0.dmabuf_exports, (unsigned long long)c1.dmabuf_exports,
 	      (unsigned long long)c0.dmabuf_attachments, (unsigned long long)c1.dmabuf_attachments);
-	gc.handle = ph.handle;
-	CHECK_OK(ioctl(card, SP_DRM_IOCTL_GEM_CLOSE, &gc));
+	sp_vgem_close(card, gem);
 	close(x.fd);
 	pthread_join(t, NULL);
 	CHECK(l.got[SP_EXPORT_CREATE] == 1 && l.got[SP_EXPORT_ATTACH] == 1 &&

@@ -147,41 +147,6 @@ static void fork_child_outlives(void)
 	CHECK_NOTHING_PINNED();
 }
 
-static void send_fd(int sock, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { .iov_base = "f", .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	CHECK(sendmsg(sock, &msg, 0) == 1, "sendmsg: %s", strerror(errno));
-}
-
-static int recv_fd(int sock)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, c;
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *cm;
-	int fd;
-
-	CHECK(recvmsg(sock, &msg, 0) == 1, "recvmsg: %s", strerror(errno));
-	cm = CMSG_FIRSTHDR(&msg);
-	CHECK(cm && cm->cmsg_type == SCM_RIGHTS, "no fd received");
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
-}
-
 /*
  * The fd passed to another process: that process cannot use it (it is not
  * the opener), but holding it keeps the buffers; its close releases them.
@@ -198,7 +163,7 @@ static void fd_passed_over_socket(void)
 	CHECK(pid >= 0, "fork");
 	if (pid == 0) {
 		/* a process unrelated to the opener: receives only the fd */
-		int rfd = recv_fd(sv[1]);
+		int rfd = sp_recv_fd(sv[1]);
 		struct strixpeer_buf_info info = { .handle = 1 };
 
 		CHECK_ERR(ioctl(rfd, STRIXPEER_IOC_BUF_INFO, &info), EACCES);
@@ -212,7 +177,7 @@ static void fd_passed_over_socket(void)
 	fd = sp_test_open();
 	CHECK_OK(sp_raw_alloc(fd, 16 * MiB, STRIXPEER_NODE_DEFAULT, 0, &a));
 	CHECK(a.handle == 1, "first handle is %u", a.handle);
-	send_fd(sv[0], fd);
+	sp_send_fd(sv[0], fd);
 	CHECK(read(sv[0], &c, 1) == 1 && c == 'r', "child checks");
 	close(fd);
 	/* the receiver still holds the file, so the buffer is alive */

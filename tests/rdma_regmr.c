@@ -15,13 +15,6 @@
 
 #define ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 
-struct sp_drm_gem_close {
-	uint32_t handle, pad;
-};
-
-#define SP_DRM_IOCTL_GEM_CLOSE		_IOW('d', 0x09, struct sp_drm_gem_close)
-#define SP_DRM_IOCTL_PRIME_FD_TO_HANDLE	_IOWR('d', 0x2e, struct sp_drm_prime_handle)
-
 struct verbs {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
@@ -320,39 +313,6 @@ static void test_regmr_fork(void)
 	CHECK_NOTHING_PINNED();
 }
 
-static void send_fd(int sock, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, c = 'f';
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	CHECK(sendmsg(sock, &mh, 0) == 1, "sendmsg: %s", strerror(errno));
-}
-
-static int recv_fd(int sock)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, c;
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm;
-	int fd;
-
-	if (recvmsg(sock, &mh, 0) != 1)
-		return -1;
-	cm = CMSG_FIRSTHDR(&mh);
-	if (!cm || cm->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
-}
-
 /*
  * An export passed to another process: it maps and registers the bytes
  * with its own verbs context, writes them, and keeps them after the owner
@@ -378,9 +338,7 @@ static void test_regmr_fd_passing(void)
 		int xfd;
 
 		close(sv[0]);
-		xfd = recv_fd(sv[1]);
-		if (xfd < 0)
-			_exit(2);
+		xfd = sp_recv_fd(sv[1]);	/* fails the case itself */
 		m = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, xfd, 0);
 		if (m == MAP_FAILED || sp_verify(m, 2 * MiB, 0, 5) >= 0)
 			_exit(3);
@@ -410,7 +368,7 @@ static void test_regmr_fd_passing(void)
 	sp_fill(sp_buf_addr(buf), 2 * MiB, 0, 5);
 	CHECK(sp_buf_export(buf, SP_EXPORT_RDWR | SP_EXPORT_CLOEXEC, &fd) == 0, "%s",
 	      sp_errmsg());
-	send_fd(sv[0], fd);
+	sp_send_fd(sv[0], fd);
 	CHECK(read(sv[0], &c, 1) == 1, "child failed before writing");
 	CHECK(sp_verify(sp_buf_addr(buf), 2 * MiB, 0, 6) < 0, "child's bytes not in the buffer");
 	CHECK_OK(sp_buf_free(buf));
@@ -484,7 +442,7 @@ static struct vgem_target vt;
 
 static void vgem_setup(struct node *n, struct sp_dev *dev)
 {
-	struct sp_drm_prime_handle ph = { 0 }, back = { .flags = O_RDWR | O_CLOEXEC };
+	struct sp_drm_prime_handle back = { .flags = O_RDWR | O_CLOEXEC };
 	int fd;
 
 	vt.card = sp_vgem_card();
@@ -493,11 +451,9 @@ static void vgem_setup(struct node *n, struct sp_dev *dev)
 	memset(sp_buf_addr(vt.buf), 0, E2E_LEN);
 	CHECK(sp_buf_export(vt.buf, SP_EXPORT_RDWR | SP_EXPORT_CLOEXEC, &fd) == 0, "%s",
 	      sp_errmsg());
-	ph.fd = fd;
-	CHECK_OK(ioctl(vt.card, SP_DRM_IOCTL_PRIME_FD_TO_HANDLE, &ph));
+	vt.gem = sp_vgem_import(vt.card, fd);
 	close(fd);
-	vt.gem = ph.handle;
-	back.handle = ph.handle;
+	back.handle = vt.gem;
 	CHECK_OK(ioctl(vt.card, SP_DRM_IOCTL_PRIME_HANDLE_TO_FD, &back));
 	vt.view = mmap(NULL, E2E_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, back.fd, 0);
 	CHECK(vt.view != MAP_FAILED, "mmap: %s", strerror(errno));
@@ -515,13 +471,11 @@ static void vgem_setup(struct node *n, struct sp_dev *dev)
 
 static void vgem_teardown(struct node *n)
 {
-	struct sp_drm_gem_close gc = { .handle = vt.gem };
-
 	(void)n;
 	CHECK_OK(sp_dereg_mr(vt.mr));
 	CHECK_OK(sp_import_free(vt.imp));
 	munmap(vt.view, E2E_LEN);
-	CHECK_OK(ioctl(vt.card, SP_DRM_IOCTL_GEM_CLOSE, &gc));
+	sp_vgem_close(vt.card, vt.gem);
 	close(vt.card);
 	CHECK_OK(sp_buf_free(vt.buf));
 }

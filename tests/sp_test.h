@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 
 #include "strixpeer.h"
 #include "uapi/strixpeer.h"
@@ -206,6 +207,43 @@ static inline void with_param(const char *name, const char *val, void (*fn)(void
 	f = fopen(path, "we");
 	CHECK(f && fputs(old, f) >= 0 && fclose(f) == 0, "restore %s", path);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "with %s=%s", name, val);
+}
+
+/* Passes an fd over a UNIX socket (SCM_RIGHTS), with one byte. */
+static inline void sp_send_fd(int sock, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = "f", .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	CHECK(sendmsg(sock, &msg, 0) == 1, "sendmsg: %s", strerror(errno));
+}
+
+/* Receives an fd sent by sp_send_fd(). */
+static inline int sp_recv_fd(int sock)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, c;
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm;
+	int fd;
+
+	CHECK(recvmsg(sock, &msg, 0) == 1, "recvmsg: %s", strerror(errno));
+	cm = CMSG_FIRSTHDR(&msg);
+	CHECK(cm && cm->cmsg_type == SCM_RIGHTS, "no fd received");
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
 }
 
 #endif /* SP_TEST_H */

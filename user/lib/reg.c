@@ -98,18 +98,22 @@ static void sp_drop_all(struct sp_dev *dev)
 	}
 }
 
+/* [start, start + len) lies inside [base, base + size). */
+static int sp_inside(const void *base, size_t size, uintptr_t start, size_t len)
+{
+	uintptr_t a = (uintptr_t)base;
+
+	return start >= a && start - a <= size && len <= size - (start - a);
+}
+
 static const struct sp_buf *sp_find_buf(const struct sp_dev *dev,
 					uintptr_t start, size_t len)
 {
 	const struct sp_buf *b;
 
-	for (b = dev->bufs; b; b = b->next) {
-		uintptr_t a = (uintptr_t)b->addr;
-
-		if (b->addr && start >= a && start - a <= b->size &&
-		    len <= b->size - (start - a))
+	for (b = dev->bufs; b; b = b->next)
+		if (b->addr && sp_inside(b->addr, b->size, start, len))
 			return b;
-	}
 	return NULL;
 }
 
@@ -118,13 +122,9 @@ static const struct sp_import *sp_find_import(const struct sp_dev *dev,
 {
 	const struct sp_import *i;
 
-	for (i = dev->imports; i; i = i->next) {
-		uintptr_t a = (uintptr_t)i->addr;
-
-		if (start >= a && start - a <= i->length &&
-		    len <= i->length - (start - a))
+	for (i = dev->imports; i; i = i->next)
+		if (sp_inside(i->addr, i->length, start, len))
 			return i;
-	}
 	return NULL;
 }
 
