@@ -277,7 +277,7 @@ enum strixpeer_inval_reason {
 	STRIXPEER_INVAL_CLOSE,		/* the importing fd was closed */
 	STRIXPEER_INVAL_UNMAP,		/* the range was unmapped */
 	STRIXPEER_INVAL_EXIT,		/* the importing process exited */
-	STRIXPEER_INVAL_MOVE,		/* the exporter moved the buffer */
+	STRIXPEER_INVAL_MOVE,		/* never sent: registrations pin the buffer */
 };
 
 enum {
