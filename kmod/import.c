@@ -217,15 +217,37 @@ err:
 	return ERR_PTR(ret);
 }
 
+/**
+ * sp_import_finish() - end an import and drop its owner's reference
+ * @imp: the import (the caller owns the handle's reference, or for an
+ *	implicit import its registration's)
+ * @reason: STRIXPEER_INVAL_*, reported with the invalidations
+ *
+ * A worker the notifier queued holds a reference of its own: it is
+ * cancelled (its reference dropped here) or waited for, so that the
+ * import's dma-buf reference goes before this returns, not later from the
+ * worker (a dma-buf file released from a worker is freed asynchronously,
+ * by the kernel's delayed fput).
+ *
+ * Context: process context, not from the import workqueue's unmap worker;
+ * takes the import's locks (sp_import_end()).
+ */
+void sp_import_finish(struct sp_import *imp, enum strixpeer_inval_reason reason)
+{
+	sp_import_end(imp, reason);
+	/* ended: its notifier is gone and queues nothing any more */
+	if (cancel_work_sync(&imp->unmap_work))
+		sp_import_put(imp);
+	sp_import_put(imp);
+}
+
 /*
  * Drop an import that was never published (no claims, no handle). Its
- * notifier may have fired meanwhile and queued the worker, which ends it
- * too: ending is idempotent and locked.
+ * notifier may have fired meanwhile and queued the worker.
  */
 static void sp_import_discard(struct sp_import *imp)
 {
-	sp_import_end(imp, STRIXPEER_INVAL_UNIMPORT);
-	sp_import_put(imp);
+	sp_import_finish(imp, STRIXPEER_INVAL_UNIMPORT);
 }
 
 /* The range goes away: its notifier fired (the worker may not have run). */
@@ -303,8 +325,7 @@ int sp_import_create(struct sp_file *f, int fd, u64 offset, u64 length,
 	ret = xa_alloc(&f->imports, handle, imp, XA_LIMIT(1, U32_MAX),
 		       GFP_KERNEL);
 	if (ret) {
-		sp_import_end(imp, STRIXPEER_INVAL_UNIMPORT);
-		sp_import_put(imp);
+		sp_import_finish(imp, STRIXPEER_INVAL_UNIMPORT);
 		return ret == -EBUSY ? -EMFILE : ret;
 	}
 	return 0;
@@ -317,8 +338,7 @@ int sp_import_destroy(struct sp_file *f, u32 handle,
 
 	if (!imp)
 		return -ENOENT;
-	sp_import_end(imp, reason);
-	sp_import_put(imp);
+	sp_import_finish(imp, reason);
 	return 0;
 }
 

@@ -460,9 +460,10 @@ static int sp_peer_acquire(unsigned long addr, size_t size,
 	return 1;
 
 decline:
-	if (imp->implicit)
-		sp_import_end(imp, STRIXPEER_INVAL_UNIMPORT);
-	sp_import_put(imp);
+	if (imp->implicit)	/* ours alone */
+		sp_import_finish(imp, STRIXPEER_INVAL_UNIMPORT);
+	else
+		sp_import_put(imp);
 	return 0;
 }
 
@@ -646,9 +647,10 @@ static void sp_peer_do_release(struct sp_peer_ctx *ctx)
 
 	sp_peer_ctx_unmap(ctx);
 	sp_peer_free_sgt(ctx);
-	if (imp->implicit)
-		sp_import_end(imp, STRIXPEER_INVAL_UNIMPORT);
-	sp_import_put(imp);
+	if (imp->implicit)	/* it ends with its registration */
+		sp_import_finish(imp, STRIXPEER_INVAL_UNIMPORT);
+	else
+		sp_import_put(imp);
 	mutex_destroy(&ctx->lock);
 	kfree(ctx);
 	atomic64_dec(&sp_stats.peer_registrations);

@@ -205,6 +205,7 @@ struct sp_import *sp_import_find(struct mm_struct *mm, unsigned long addr,
 				 size_t size);
 struct sp_import *sp_import_from_gem(unsigned long addr, size_t size);
 void sp_import_end(struct sp_import *imp, enum strixpeer_inval_reason reason);
+void sp_import_finish(struct sp_import *imp, enum strixpeer_inval_reason reason);
 void sp_import_put(struct sp_import *imp);
 void sp_import_queue_work(struct work_struct *work);
 int sp_import_init(void);
