@@ -129,8 +129,8 @@ static void compare_mtu(struct dr_ctx *c, struct report *reps, int n)
 	for (int i = 0; i < n; i++) {
 		for (size_t k = 0; k < reps[i].checks->nkids; k++) {
 			const struct dr_json *ch = &reps[i].checks->kids[k];
-			char b1[32], b2[32];
-			const char *id = dr_json_str(ch, "id"), *rm, *nm;
+			char b1[32], b2[32], b3[32];
+			const char *id = dr_json_str(ch, "id"), *rm, *nm, *net;
 			size_t l = strlen(list);
 
 			if (!id || strcmp(id, "mtu.roce"))
@@ -139,6 +139,7 @@ static void compare_mtu(struct dr_ctx *c, struct report *reps, int n)
 			nm = obs(ch, "netdev_mtu", b2, sizeof(b2));
 			if (!rm || !nm)
 				continue;
+			net = obs(ch, "netdev", b3, sizeof(b3));
 			ports++;
 			if (!first[0]) {
 				snprintf(first, sizeof(first), "%s", rm);
@@ -149,8 +150,7 @@ static void compare_mtu(struct dr_ctx *c, struct report *reps, int n)
 			snprintf(list + l, sizeof(list) - l, "%s%s %s RDMA MTU %s (%s MTU %s)",
 				 l ? "; " : "", reps[i].name,
 				 dr_json_str(ch, "subject") ? dr_json_str(ch, "subject") : "?", rm,
-				 obs(ch, "netdev", b1, sizeof(b1)) ? obs(ch, "netdev", b1, sizeof(b1)) : "netdev",
-				 nm);
+				 net ? net : "netdev", nm);
 		}
 	}
 	if (!ports) {
@@ -220,6 +220,25 @@ static void compare_fw(struct dr_ctx *c, struct report *reps, int n)
 		dr_advise(r, "update every NIC of a model to the same firmware (mstflint / the vendor's tool): mixed firmware is a common source of interop bugs");
 }
 
+/* Node facts that should be the same everywhere, and the fix when not. */
+static const struct {
+	const char *key, *what, *advice;
+} facts[] = {
+	{ "kernel", "kernel",
+	  "run one kernel release on every node (and let DKMS build strixpeer for it)" },
+	{ "module", "strixpeer module version",
+	  "install the same strixpeer-dkms release on every node, then reload the module" },
+	{ "library", "libstrixpeer version",
+	  "install the same libstrixpeer1/strixpeer-utils release on every node" },
+	{ "abi", "module ABI", "install the same strixpeer release on every node" },
+	{ "peer_client_name", "strixpeer PeerDirect client name",
+	  "use one peer_client_name everywhere (amdkfd, for RCCL): options strixpeer peer_client_name=amdkfd in /etc/modprobe.d/" },
+	{ "peer_clients", "set of peer-memory clients",
+	  "load the same peer-memory clients on every node, or GPU Direct RDMA works on some nodes only" },
+	{ "memlock", "RLIMIT_MEMLOCK of the reporting process",
+	  "give every node the same memlock limit (unlimited: /etc/security/limits.d/rdma.conf, LimitMEMLOCK=infinity, --ulimit memlock=-1:-1)" },
+};
+
 int dr_compare(struct dr_ctx *c, int nfiles, char **files)
 {
 	struct report *reps;
@@ -254,20 +273,8 @@ int dr_compare(struct dr_ctx *c, int nfiles, char **files)
 	r = dr_add(c, DR_C_COMPARE, "nodes", "", DR_INFO, "%d reports: %s", nfiles, names);
 	dr_int(r, "reports", nfiles);
 	compare_mtu(c, reps, nfiles);
-	compare_fact(c, reps, nfiles, "kernel", "kernel",
-		     "run one kernel release on every node (and let DKMS build strixpeer for it)");
-	compare_fact(c, reps, nfiles, "module", "strixpeer module version",
-		     "install the same strixpeer-dkms release on every node, then reload the module");
-	compare_fact(c, reps, nfiles, "library", "libstrixpeer version",
-		     "install the same libstrixpeer1/strixpeer-utils release on every node");
-	compare_fact(c, reps, nfiles, "abi", "module ABI",
-		     "install the same strixpeer release on every node");
-	compare_fact(c, reps, nfiles, "peer_client_name", "strixpeer PeerDirect client name",
-		     "use one peer_client_name everywhere (amdkfd, for RCCL): options strixpeer peer_client_name=amdkfd in /etc/modprobe.d/");
-	compare_fact(c, reps, nfiles, "peer_clients", "set of peer-memory clients",
-		     "load the same peer-memory clients on every node, or GPU Direct RDMA works on some nodes only");
-	compare_fact(c, reps, nfiles, "memlock", "RLIMIT_MEMLOCK of the reporting process",
-		     "give every node the same memlock limit (unlimited: /etc/security/limits.d/rdma.conf, LimitMEMLOCK=infinity, --ulimit memlock=-1:-1)");
+	for (size_t i = 0; i < sizeof(facts) / sizeof(facts[0]); i++)
+		compare_fact(c, reps, nfiles, facts[i].key, facts[i].what, facts[i].advice);
 	compare_fw(c, reps, nfiles);
 out:
 	for (int i = 0; i < nfiles; i++)

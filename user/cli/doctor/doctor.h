@@ -139,6 +139,7 @@ FILE *dr_fopen(const struct dr_ctx *c, const char *fmt, ...)
 const char *dr_errstr(int err);
 int dr_parse_u64(const char *s, uint64_t *v);
 int dr_parse_s64(const char *s, int64_t *v);
+unsigned int dr_parse_milli(const char *s, const char *suffix);
 int dr_cmdline_has(const struct dr_ctx *c, const char *param, char *val, size_t len);
 int dr_kernel_release(const struct dr_ctx *c, char *out, size_t len);
 int dr_kver_cmp(const char *a, const char *b);

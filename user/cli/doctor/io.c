@@ -35,14 +35,21 @@ static int vpath(const struct dr_ctx *c, char *out, size_t len, const char *fmt,
 	return 0;
 }
 
+/* @ret = vpath() of the calling function's format and arguments */
+#define FORMAT_PATH(c, out, len, fmt, ret)				\
+	do {								\
+		va_list ap_;						\
+									\
+		va_start(ap_, fmt);					\
+		ret = vpath(c, out, len, fmt, ap_);			\
+		va_end(ap_);						\
+	} while (0)
+
 int dr_path(const struct dr_ctx *c, char *out, size_t len, const char *fmt, ...)
 {
-	va_list ap;
 	int ret;
 
-	va_start(ap, fmt);
-	ret = vpath(c, out, len, fmt, ap);
-	va_end(ap);
+	FORMAT_PATH(c, out, len, fmt, ret);
 	return ret;
 }
 
@@ -63,18 +70,14 @@ static int open_regular(const char *path)
 	return fd;
 }
 
-static int vread(const struct dr_ctx *c, char *buf, size_t len, const char *fmt, va_list ap)
+static int read_path(const char *path, char *buf, size_t len)
 {
-	char path[PATH_MAX];
 	size_t got = 0;
-	int fd, ret;
+	int fd, ret = 0;
 
 	if (len < 2)
 		return -EINVAL;
 	buf[0] = '\0';
-	ret = vpath(c, path, sizeof(path), fmt, ap);
-	if (ret)
-		return ret;
 	fd = open_regular(path);
 	if (fd < 0)
 		return fd;
@@ -113,13 +116,11 @@ static int vread(const struct dr_ctx *c, char *buf, size_t len, const char *fmt,
 
 int dr_read(const struct dr_ctx *c, char *buf, size_t len, const char *fmt, ...)
 {
-	va_list ap;
+	char path[PATH_MAX];
 	int ret;
 
-	va_start(ap, fmt);
-	ret = vread(c, buf, len, fmt, ap);
-	va_end(ap);
-	return ret;
+	FORMAT_PATH(c, path, sizeof(path), fmt, ret);
+	return ret ? ret : read_path(path, buf, len);
 }
 
 /* Decimal, or hex with 0x; surrounding blanks allowed, nothing else. */
@@ -144,6 +145,23 @@ int dr_parse_u64(const char *s, uint64_t *v)
 	return 0;
 }
 
+/*
+ * "<number><suffix>..." (e.g. "8.0 GT/s PCIe" with " GT/s", "56 Gb/sec
+ * (4X FDR)" with " Gb/sec") -> the number times 1000, rounded; 0 for
+ * anything else.
+ */
+unsigned int dr_parse_milli(const char *s, const char *suffix)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v <= 0 || v > 1000000 || strncmp(end, suffix, strlen(suffix)))
+		return 0;
+	return (unsigned int)(v * 1000 + 0.5);
+}
+
 int dr_parse_s64(const char *s, int64_t *v)
 {
 	long long x;
@@ -163,37 +181,32 @@ int dr_parse_s64(const char *s, int64_t *v)
 
 int dr_read_u64(const struct dr_ctx *c, uint64_t *v, const char *fmt, ...)
 {
-	char buf[64];
-	va_list ap;
+	char path[PATH_MAX], buf[64];
 	int ret;
 
-	va_start(ap, fmt);
-	ret = vread(c, buf, sizeof(buf), fmt, ap);
-	va_end(ap);
+	FORMAT_PATH(c, path, sizeof(path), fmt, ret);
+	if (!ret)
+		ret = read_path(path, buf, sizeof(buf));
 	return ret ? ret : dr_parse_u64(buf, v);
 }
 
 int dr_read_s64(const struct dr_ctx *c, int64_t *v, const char *fmt, ...)
 {
-	char buf[64];
-	va_list ap;
+	char path[PATH_MAX], buf[64];
 	int ret;
 
-	va_start(ap, fmt);
-	ret = vread(c, buf, sizeof(buf), fmt, ap);
-	va_end(ap);
+	FORMAT_PATH(c, path, sizeof(path), fmt, ret);
+	if (!ret)
+		ret = read_path(path, buf, sizeof(buf));
 	return ret ? ret : dr_parse_s64(buf, v);
 }
 
 bool dr_exists(const struct dr_ctx *c, const char *fmt, ...)
 {
 	char path[PATH_MAX];
-	va_list ap;
 	int ret;
 
-	va_start(ap, fmt);
-	ret = vpath(c, path, sizeof(path), fmt, ap);
-	va_end(ap);
+	FORMAT_PATH(c, path, sizeof(path), fmt, ret);
 	return !ret && access(path, F_OK) == 0;
 }
 
@@ -209,14 +222,11 @@ int dr_list(const struct dr_ctx *c, char ***names, const char *fmt, ...)
 	struct dirent *e;
 	char **v = NULL;
 	int n = 0, cap = 0;
-	va_list ap;
 	DIR *d;
 	int ret;
 
 	*names = NULL;
-	va_start(ap, fmt);
-	ret = vpath(c, path, sizeof(path), fmt, ap);
-	va_end(ap);
+	FORMAT_PATH(c, path, sizeof(path), fmt, ret);
 	if (ret)
 		return ret;
 	d = opendir(path);
@@ -261,12 +271,9 @@ int dr_resolve(const struct dr_ctx *c, char *out, size_t len, const char *fmt, .
 {
 	char path[PATH_MAX], real[PATH_MAX];
 	size_t n = strlen(c->sysroot);
-	va_list ap;
 	int ret;
 
-	va_start(ap, fmt);
-	ret = vpath(c, path, sizeof(path), fmt, ap);
-	va_end(ap);
+	FORMAT_PATH(c, path, sizeof(path), fmt, ret);
 	if (ret)
 		return ret;
 	if (!realpath(path, real))
@@ -284,13 +291,10 @@ int dr_link_name(const struct dr_ctx *c, char *out, size_t len, const char *fmt,
 {
 	char path[PATH_MAX], target[PATH_MAX];
 	const char *base;
-	va_list ap;
 	ssize_t n;
 	int ret;
 
-	va_start(ap, fmt);
-	ret = vpath(c, path, sizeof(path), fmt, ap);
-	va_end(ap);
+	FORMAT_PATH(c, path, sizeof(path), fmt, ret);
 	if (ret)
 		return ret;
 	n = readlink(path, target, sizeof(target) - 1);
@@ -308,13 +312,10 @@ int dr_link_name(const struct dr_ctx *c, char *out, size_t len, const char *fmt,
 FILE *dr_fopen(const struct dr_ctx *c, const char *fmt, ...)
 {
 	char path[PATH_MAX];
-	va_list ap;
 	FILE *f;
 	int fd;
 
-	va_start(ap, fmt);
-	fd = vpath(c, path, sizeof(path), fmt, ap);
-	va_end(ap);
+	FORMAT_PATH(c, path, sizeof(path), fmt, fd);
 	if (fd)
 		return NULL;
 	fd = open_regular(path);

@@ -18,19 +18,6 @@ struct link {
 	unsigned int width;
 };
 
-/* "8.0 GT/s PCIe" (and older kernels' "8 GT/s") -> 8000; 0 unknown. */
-static unsigned int parse_speed(const char *s)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v <= 0 || v > 1000 || strncmp(end, " GT/s", 5))
-		return 0;
-	return (unsigned int)(v * 1000 + 0.5);
-}
-
 /* Usable Mb/s per lane after line coding, as the kernel computes it. */
 static unsigned int lane_mbps(unsigned int mts)
 {
@@ -56,7 +43,7 @@ static int read_link(struct dr_ctx *c, const char *dev, const char *which, struc
 	ret = dr_read(c, buf, sizeof(buf), "%s/%s_link_speed", dev, which);
 	if (ret)
 		return ret;
-	l->speed_mts = parse_speed(buf);
+	l->speed_mts = dr_parse_milli(buf, " GT/s");	/* older kernels: "8 GT/s" */
 	ret = dr_read_u64(c, &w, "%s/%s_link_width", dev, which);
 	if (ret)
 		return ret;

@@ -35,19 +35,6 @@ static int parse_state(const char *s, int *num, char *text, size_t len)
 	return 0;
 }
 
-/* "56 Gb/sec (4X FDR)", "2.5 Gb/sec (1X SDR)" -> Mb/s. */
-static unsigned int parse_rate(const char *s)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v <= 0 || v > 100000 || strncmp(end, " Gb/sec", 7))
-		return 0;
-	return (unsigned int)(v * 1000 + 0.5);
-}
-
 static void netdev_of_port(struct dr_ctx *c, struct dr_port *p)
 {
 	char **nets = NULL;
@@ -140,7 +127,7 @@ void dr_scan_ports(struct dr_ctx *c)
 				p->phys = -1;
 			if (dr_read(c, p->rate_text, sizeof(p->rate_text), IB "/%s/ports/%u/rate",
 				    p->dev, p->port) == 0)
-				p->rate_mbps = parse_rate(p->rate_text);
+				p->rate_mbps = dr_parse_milli(p->rate_text, " Gb/sec");
 			else
 				p->rate_text[0] = '\0';
 			dr_read(c, p->link_layer, sizeof(p->link_layer), IB "/%s/ports/%u/link_layer",
