@@ -287,6 +287,8 @@ static void rxe_over_one_lane_thunderbolt(void)
 	CHECK(obs_int(r, "rx_lanes") == 1 && obs_int(r, "lane_gbps") == 20, "lanes/speed");
 	summary_has(r, "not the link's");
 	expect(c, "pcie.link", "rxe_tb0", DR_SKIP, NULL);
+	/* found by its bus although udev renamed it */
+	expect(c, "thunderbolt.link", "usb4net1", DR_INFO, "rdma link add rxe_usb4net1 type rxe netdev usb4net1");
 	dr_ctx_free(c);
 }
 
@@ -422,11 +424,16 @@ static void counters_unchanged_pass(void)
 static void broken_attributes_skip_never_crash(void)
 {
 	struct dr_ctx *c = run("broken");
+	const struct dr_result *r;
 
 	/* state "garbage" */
 	summary_has(expect(c, "rdma.port", "mlx5_0/1", DR_SKIP, NULL), "state unreadable");
 	/* a 1 MiB rate and an unreadable ndevs/0: the port is still checked */
-	find(c, "rdma.port", "mlx5_1/1");
+	r = find(c, "rdma.port", "mlx5_1/1");
+	summary_has(r, "rate unreadable");
+	/* terminal escapes in an attribute do not reach the report */
+	CHECK(dr_get(r, "fw_ver") && !strchr(dr_get(r, "fw_ver")->s, '\033') &&
+	      !strchr(dr_get(r, "fw_ver")->s, '\007'), "fw_ver %s", dr_get(r, "fw_ver")->s);
 	/* current_link_width "x8?" */
 	expect(c, "pcie.link", "mlx5_1 0000:01:00.1", DR_SKIP, NULL);
 	/* an MTU with a NUL inside */
@@ -549,6 +556,8 @@ static void cli_bad_input(void)
 	CHECK(sh("%s doctor --sysroot /nonexistent/x 2>&1 | grep -q 'sysroot /nonexistent/x: No such file'",
 		 ctl) == 0, "message");
 	CHECK(sh("%s doctor --sysroot /nonexistent/x > /dev/null 2>&1", ctl) == 3, "bad sysroot exit");
+	CHECK(sh("%s doctor --sysroot VERSION 2>&1 | grep -q 'Not a directory'", ctl) == 0,
+	      "a file as sysroot");
 	CHECK(sh("%s doctor --only bogus > /dev/null 2>&1", ctl) == 3, "bad --only");
 	CHECK(sh("%s doctor --bogus > /dev/null 2>&1", ctl) == 3, "bad option");
 	CHECK(sh("%s doctor extra > /dev/null 2>&1", ctl) == 3, "stray argument");

@@ -263,12 +263,19 @@ f=$out/tb-one-lane;	base "$f"
 xd=$f/sys/devices/pci0000:00/0000:00:0d.3/domain0/0-0/0-1
 w "$xd/rx_lanes" "1"; w "$xd/tx_lanes" "1"
 w "$xd/rx_speed" "20.0 Gb/s"; w "$xd/tx_speed" "20.0 Gb/s"
-mkdir -p "$xd/0-1.0/net/thunderbolt0"
+mkdir -p "$xd/0-1.0/net/thunderbolt0" "$f/sys/bus/thunderbolt"
 w "$xd/0-1.0/key" "network"
+ln -sfn ../../../../../../../bus/thunderbolt "$xd/0-1.0/subsystem"
 netdev "$f" thunderbolt0 65522
 ln -sfn "../../../devices/pci0000:00/0000:00:0d.3/domain0/0-0/0-1/0-1.0" \
 	"$f/sys/class/net/thunderbolt0/device"
 rxe "$f" rxe_tb0 thunderbolt0 "4: ACTIVE" "5: LinkUp"
+# a second USB4 link, its netdev renamed by udev, without Soft-RoCE
+mkdir -p "$xd/../0-3/0-3.0"
+ln -sfn ../../../../../../../bus/thunderbolt "$xd/../0-3/0-3.0/subsystem"
+netdev "$f" usb4net1 65522
+ln -sfn "../../../devices/pci0000:00/0000:00:0d.3/domain0/0-0/0-3/0-3.0" \
+	"$f/sys/class/net/usb4net1/device"
 
 # strixpeer missing, or missing for a kernel installed since
 f=$out/no-module;	base "$f"
@@ -296,6 +303,7 @@ head -c 100000 /dev/zero | tr '\0' 'a' > "$f/proc/cmdline"
 w "$f/sys/devices/system/node/online" "zero"
 w "$f/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0/mem_info_vram_total" "lots"
 w "$f/sys/module/ttm/parameters/pages_limit" "-5"
+printf '14.1\033[2J\033]0;owned\007\n' > "$f/sys/class/infiniband/mlx5_1/fw_ver"	# escapes
 printf 'a\0b\n' > "$f/sys/class/net/enp1s0f0np0/mtu"
 mkfifo "$f/proc/sys/kernel/hostname.fifo" 2> /dev/null || true
 rm -f "$f/proc/sys/kernel/hostname"

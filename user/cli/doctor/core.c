@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "doctor.h"
@@ -93,9 +94,12 @@ void dr_ctx_init(struct dr_ctx *c)
 int dr_ctx_set_sysroot(struct dr_ctx *c, const char *sysroot)
 {
 	char real[PATH_MAX];
+	struct stat st;
 
-	if (!realpath(sysroot, real))
+	if (!realpath(sysroot, real) || stat(real, &st) < 0)
 		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
 	if (access(real, R_OK | X_OK) < 0)
 		return -errno;
 	if (!strcmp(real, "/")) {

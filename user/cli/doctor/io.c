@@ -111,6 +111,10 @@ static int read_path(const char *path, char *buf, size_t len)
 		buf[0] = '\0';
 		return -EINVAL;
 	}
+	/* no terminal control sequences from a tree into the report */
+	for (char *p = buf; *p; p++)
+		if ((unsigned char)*p < 0x20 && *p != '\n' && *p != '\t')
+			*p = '?';
 	return 0;
 }
 

@@ -568,9 +568,15 @@ static int tb_xdomain(struct dr_ctx *c, const char *netdev, char *out, size_t le
 	return 0;
 }
 
-static bool is_tb(const char *netdev)
+/* thunderbolt-net's netdev: by its kernel name, or its bus if renamed */
+static bool is_tb(struct dr_ctx *c, const char *netdev)
 {
-	return !strncmp(netdev, "thunderbolt", 11);
+	char bus[32];
+
+	if (!strncmp(netdev, "thunderbolt", 11))
+		return true;
+	return dr_link_name(c, bus, sizeof(bus), "/sys/class/net/%s/device/subsystem", netdev) == 0 &&
+	       !strcmp(bus, "thunderbolt");
 }
 
 void dr_check_thunderbolt(struct dr_ctx *c)
@@ -585,7 +591,7 @@ void dr_check_thunderbolt(struct dr_ctx *c)
 		struct dr_result *r;
 		unsigned int gbps;
 
-		if (!p->rxe || !is_tb(p->netdev))
+		if (!p->rxe || !is_tb(c, p->netdev))
 			continue;
 		found++;
 		port_name(p, name, sizeof(name));
@@ -627,7 +633,7 @@ void dr_check_thunderbolt(struct dr_ctx *c)
 		bool used = false;
 		struct dr_result *r;
 
-		if (!is_tb(nets[i]))
+		if (!is_tb(c, nets[i]))
 			continue;
 		for (size_t k = 0; k < c->nports; k++)
 			used |= c->ports[k].rxe && !strcmp(c->ports[k].netdev, nets[i]);

@@ -467,6 +467,10 @@ struct rt_msg {		/* SEND both ways: "verify" and its answer */
 	int64_t bad;	/* answer: -1 all right, else the first wrong offset */
 };
 
+/*
+ * The next event on @ch, which must be @want. A connection request that
+ * arrives meanwhile (another client) is rejected: one client at a time.
+ */
 static int cm_wait(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
 		   struct rdma_cm_event **evp, int timeout_ms, char *why, size_t len)
 {
@@ -478,15 +482,23 @@ static int cm_wait(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
 		n = poll(&pfd, 1, timeout_ms);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n <= 0) {
+			snprintf(why, len, "no %s within %d s", rdma_event_str(want), timeout_ms / 1000);
+			return -1;
+		}
+		if (rdma_get_cm_event(ch, &ev)) {
+			snprintf(why, len, "rdma_get_cm_event: %s", strerror(errno));
+			return -1;
+		}
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST && want != ev->event) {
+			struct rdma_cm_id *other = ev->id;
+
+			rdma_reject(other, NULL, 0);
+			rdma_ack_cm_event(ev);
+			rdma_destroy_id(other);
+			continue;
+		}
 		break;
-	}
-	if (n <= 0) {
-		snprintf(why, len, "no %s within %d s", rdma_event_str(want), timeout_ms / 1000);
-		return -1;
-	}
-	if (rdma_get_cm_event(ch, &ev)) {
-		snprintf(why, len, "rdma_get_cm_event: %s", strerror(errno));
-		return -1;
 	}
 	if (ev->event != want) {
 		snprintf(why, len, "expected %s, got %s (status %d)", rdma_event_str(want),
