@@ -148,6 +148,25 @@ static void connectx3_x4_behind_oculink(void)
 	dr_ctx_free(c);
 }
 
+static void pcie_switch_uplink_is_the_bottleneck(void)
+{
+	struct dr_ctx *c = run("pcie-switch");
+	const struct dr_result *r = expect(c, "pcie.link", "mlx5_0 0000:12:00.0", DR_WARN,
+					   "0000:10:00.0");
+
+	summary_has(r, "bridge 0000:10:00.0 runs at 8.0 GT/s x4");
+	CHECK(obs_int(r, "usable_mbps") == 31504 && obs_int(r, "port_rate_mbps") == 40000, "numbers");
+	dr_ctx_free(c);
+}
+
+static void pcie_downgraded_but_enough_is_info(void)
+{
+	struct dr_ctx *c = run("pcie-enough");
+
+	expect(c, "pcie.link", "mlx5_0 0000:01:00.0", DR_INFO, "nothing lost");
+	dr_ctx_free(c);
+}
+
 static void ib_port_init_without_sm(void)
 {
 	struct dr_ctx *c = run("ib-no-sm");
@@ -509,6 +528,7 @@ static void cli_json_valid_for_every_fixture(void)
 		"mtu-edge", "memlock-64k", "memlock-unlimited", "strix-6.12", "strix-96g",
 		"gttsize", "amd-iommu-off", "peer-strixpeer", "peer-amdkfd", "peer-clash",
 		"tb-one-lane", "no-module", "kernel-update", "dev-0600", "rxe-down", "broken",
+		"pcie-switch", "pcie-enough",
 	};
 	char py[PATH_MAX];
 	FILE *f;
@@ -622,6 +642,8 @@ static void cli_valgrind_clean(void)
 static const struct tap_case cases[] = {
 	TAP_CASE(healthy_two_port_node_all_pass),
 	TAP_CASE(connectx3_x4_behind_oculink),
+	TAP_CASE(pcie_switch_uplink_is_the_bottleneck),
+	TAP_CASE(pcie_downgraded_but_enough_is_info),
 	TAP_CASE(ib_port_init_without_sm),
 	TAP_CASE(ib_port_polling_no_cable),
 	TAP_CASE(roce_mtu_1500_warns),

@@ -228,6 +228,24 @@ install_module "$f" 6.18.3-amd64	# an older kernel, also covered
 strixpeer "$f" 6.18.4-amd64 amdkfd; rm -rf "$f/sys/kernel/mm/memory_peers/strixpeer"
 
 f=$out/oculink-cx3;	base "$f"; cx3 "$f" 4 4 "4: ACTIVE" "5: LinkUp" 0x1
+# a x8 NIC below a PCIe switch whose uplink trained x4 (8.0 GT/s): 31.5 < 40 Gb/s
+f=$out/pcie-switch;	base "$f"
+sw=pci0000:00/0000:00:01.3/0000:10:00.0/0000:11:01.0
+pci "$f" pci0000:00/0000:00:01.3 1022 14ee 060400 8.0 4 8.0 16
+pci "$f" pci0000:00/0000:00:01.3/0000:10:00.0 10b5 8747 060400 8.0 4 8.0 16
+pci "$f" "$sw" 10b5 8747 060400 8.0 8 8.0 16
+pci "$f" "$sw/0000:12:00.0" 15b3 1015 020000 8.0 8 8.0 8 0
+ibdev "$f" mlx5_0 "$sw/0000:12:00.0" 14.32.1010 MT4117
+port "$f" mlx5_0 1 "4: ACTIVE" "5: LinkUp" "40 Gb/sec (4X QDR)" Ethernet
+roce "$f" mlx5_0 1 eth0 c612:0001; netdev "$f" eth0 9000
+# a 25 GbE card trained x4 of x8: downgraded, still faster than its port
+f=$out/pcie-enough;	base "$f"
+pci "$f" pci0000:00/0000:00:01.1 1022 14ed 060400 8.0 4 8.0 8
+pci "$f" pci0000:00/0000:00:01.1/0000:01:00.0 15b3 1015 020000 8.0 4 8.0 8 0
+ibdev "$f" mlx5_0 pci0000:00/0000:00:01.1/0000:01:00.0 14.32.1010 MT4117
+port "$f" mlx5_0 1 "4: ACTIVE" "5: LinkUp" "25 Gb/sec (1X EDR)" Ethernet
+roce "$f" mlx5_0 1 eth0 c612:0001; netdev "$f" eth0 9000
+
 f=$out/ib-no-sm;	base "$f"; cx3 "$f" 8 8 "2: INIT" "5: LinkUp" 0x0
 f=$out/ib-polling;	base "$f"; cx3 "$f" 8 8 "1: DOWN" "2: Polling" 0x0
 f=$out/mtu-1500;	base "$f"; cx4 "$f" 1500

@@ -162,12 +162,15 @@ static bool first_of(const struct dr_ctx *c, size_t i)
 	return true;
 }
 
+#define MAX_HOPS 16	/* PCI functions from a NIC up to its root port */
+
 static void check_nic_link(struct dr_ctx *c, const struct dr_port *p)
 {
 	char subj[160], devs[128], cur_s[48], max_s[48], bw_s[48], rate_s[48], cause[512] = "";
-	char path[PATH_MAX], rate_text[64], bneck[64] = "", upstream[64] = "";
-	struct link cur, max, up_max, l;
-	unsigned int bw, rate, min_bw, hops = 0;
+	char chain[MAX_HOPS][256], rate_text[64], bneck[64] = "", upstream[64] = "";
+	struct link cur, max, up_max;
+	unsigned int rate, min_bw;
+	int n;
 	struct dr_result *r;
 	bool downgraded;
 	int ret;
@@ -190,35 +193,36 @@ static void check_nic_link(struct dr_ctx *c, const struct dr_port *p)
 	dr_int(r, "max_speed_mts", max.speed_mts);
 	dr_int(r, "max_width", max.width);
 
-	/* every link up to the root port: the slowest one limits the NIC */
-	min_bw = bw = link_mbps(&cur);
-	snprintf(path, sizeof(path), "%s", p->pci);
+	/*
+	 * The chain from the NIC up to the root port: chain[1] is the port
+	 * the NIC sits in (its slot, or an adapter's), and every function
+	 * below the root port has its own upstream link; the slowest link
+	 * limits the NIC.
+	 */
+	snprintf(chain[0], sizeof(chain[0]), "%s", p->pci);
+	for (n = 1; n < MAX_HOPS; n++) {
+		memcpy(chain[n], chain[n - 1], sizeof(chain[n]));
+		if (!pci_parent(chain[n]))
+			break;
+	}
 	up_max.speed_mts = up_max.width = 0;
-	while (pci_parent(path)) {
-		struct link pc, pm;
-		char parent[PATH_MAX];
+	if (n > 1) {
+		dr_fmt(upstream, sizeof(upstream), "%s", bdf_of(chain[1]));
+		if (read_link(c, chain[1], "max", &up_max))
+			up_max.speed_mts = up_max.width = 0;
+	}
+	min_bw = link_mbps(&cur);
+	for (int k = 1; k < n - 1; k++) {
+		struct link pc;
 
-		hops++;
-		snprintf(parent, sizeof(parent), "%s", path);
-		if (hops == 1) {	/* the slot (or adapter) the NIC sits in */
-			dr_fmt(upstream, sizeof(upstream), "%s", bdf_of(parent));
-			if (read_link(c, parent, "max", &pm) == 0)
-				up_max = pm;
-		}
-		/* the parent's own upstream link, if it has one */
-		snprintf(path, sizeof(path), "%s", parent);
-		if (!pci_parent(path))
-			break;	/* @parent is the root port */
-		snprintf(path, sizeof(path), "%s", parent);
-		if (read_link(c, parent, "current", &pc) == 0 && link_mbps(&pc) < min_bw) {
-			min_bw = link_mbps(&pc);
-			l = pc;
-			fmt_link(cur_s, sizeof(cur_s), &l);
-			dr_fmt(bneck, sizeof(bneck), "%s", bdf_of(parent));
-			snprintf(cause, sizeof(cause),
-				 "the link above bridge %s runs at %s, narrower than the NIC's own link",
-				 bneck, cur_s);
-		}
+		if (read_link(c, chain[k], "current", &pc) || link_mbps(&pc) >= min_bw)
+			continue;
+		min_bw = link_mbps(&pc);
+		fmt_link(cur_s, sizeof(cur_s), &pc);
+		dr_fmt(bneck, sizeof(bneck), "%s", bdf_of(chain[k]));
+		snprintf(cause, sizeof(cause),
+			 "the link above bridge %s runs at %s, narrower or slower than the NIC's own link",
+			 bneck, cur_s);
 	}
 	rate = port_rate(c, p->pci, rate_text, sizeof(rate_text));
 	if (p->rxe && !rate) {
