@@ -255,6 +255,16 @@ static void strix_halo_96g_carveout(void)
 	dr_ctx_free(c);
 }
 
+static void other_apu_carveout(void)
+{
+	struct dr_ctx *c = run("phoenix-8g");
+
+	summary_has(expect(c, "gpu.carveout", "0000:c5:00.0 AMD APU", DR_WARN, "512 MB"), "8 GiB");
+	for (size_t i = 0; i < c->nres; i++)
+		CHECK(strcmp(c->res[i].id, "gpu.kernel"), "gfx1151 rule applied to a Phoenix APU");
+	dr_ctx_free(c);
+}
+
 static void amdgpu_gttsize_deprecated(void)
 {
 	struct dr_ctx *c = run("gttsize");
@@ -528,7 +538,7 @@ static void cli_json_valid_for_every_fixture(void)
 		"mtu-edge", "memlock-64k", "memlock-unlimited", "strix-6.12", "strix-96g",
 		"gttsize", "amd-iommu-off", "peer-strixpeer", "peer-amdkfd", "peer-clash",
 		"tb-one-lane", "no-module", "kernel-update", "dev-0600", "rxe-down", "broken",
-		"pcie-switch", "pcie-enough",
+		"pcie-switch", "pcie-enough", "phoenix-8g",
 	};
 	char py[PATH_MAX];
 	FILE *f;
@@ -653,6 +663,7 @@ static const struct tap_case cases[] = {
 	TAP_CASE(memlock_unlimited_passes),
 	TAP_CASE(strix_halo_on_6_12_too_old),
 	TAP_CASE(strix_halo_96g_carveout),
+	TAP_CASE(other_apu_carveout),
 	TAP_CASE(amdgpu_gttsize_deprecated),
 	TAP_CASE(amd_iommu_off_warns),
 	TAP_CASE(peer_client_named_strixpeer),

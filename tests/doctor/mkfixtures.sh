@@ -262,6 +262,9 @@ f=$out/memlock-unlimited; base "$f"
 f=$out/strix-6.12;	base "$f" 6.12.38+deb13-amd64
 f=$out/strix-96g;	base "$f"
 w "$f/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0/mem_info_vram_total" $((96 << 30))
+f=$out/phoenix-8g;	base "$f"	# another APU: the carve-out rule, no gfx1151 rule
+w "$f/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0/device" "0x15bf"
+w "$f/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0/mem_info_vram_total" $((8 << 30))
 f=$out/gttsize;		base "$f"
 w "$f/proc/cmdline" "BOOT_IMAGE=/vmlinuz root=/dev/sda1 amdgpu.gttsize=65536 ttm.pages_limit=26214400"
 w "$f/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0/mem_info_gtt_total" $((64 << 30))

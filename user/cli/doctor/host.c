@@ -345,15 +345,34 @@ static bool kernel_ok_for_gfx1151(const char *rel)
 	return a == 6 && b == 14 && c3 == 0 && abi >= 1018 && !strncmp(flavour, "oem", 3);
 }
 
+/*
+ * AMD APUs (display function IDs from pci.ids 2023.04.10: Mendocino,
+ * Phoenix, Picasso, Raven, Barcelo, Renoir, Cezanne, Lucienne, Rembrandt,
+ * Raphael), plus Strix Halo: their "VRAM" is a carve-out of system RAM.
+ */
+static bool is_apu(uint64_t device)
+{
+	static const uint16_t ids[] = {
+		0x1586, 0x1506, 0x15bf, 0x15c8, 0x15d8, 0x15dd, 0x15e7, 0x1636, 0x1638,
+		0x164c, 0x164d, 0x164e, 0x1681,
+	};
+
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		if (device == ids[i])
+			return true;
+	return false;
+}
+
 static void check_one_gpu(struct dr_ctx *c, const struct gpu *g, const char *rel)
 {
-	bool halo = g->device == 0x1586;
+	bool halo = g->device == 0x1586, apu = is_apu(g->device);
 	char subj[96], drv[64] = "", vram_s[32], gtt_s[32], lim_s[32], val[64];
 	uint64_t vram = 0, gtt = 0, pages = 0;
 	struct dr_result *r;
 	int ret;
 
-	dr_fmt(subj, sizeof(subj), "%s %s", g->bdf, halo ? "Strix Halo" : "AMD GPU");
+	dr_fmt(subj, sizeof(subj), "%s %s", g->bdf,
+	       halo ? "Strix Halo" : apu ? "AMD APU" : "AMD GPU");
 	ret = dr_link_name(c, drv, sizeof(drv), "/sys/bus/pci/devices/%s/driver", g->bdf);
 	r = dr_add(c, DR_C_GPU, "driver", subj, DR_PASS, "1002:%04llx bound to %s",
 		   (unsigned long long)g->device, ret ? "no driver" : drv);
@@ -385,7 +404,7 @@ static void check_one_gpu(struct dr_ctx *c, const struct gpu *g, const char *rel
 		}
 	}
 	ret = dr_read_u64(c, &vram, "%s/mem_info_vram_total", g->path);
-	if (!ret && halo) {
+	if (!ret && apu) {
 		dr_fmt_bytes(vram_s, sizeof(vram_s), vram);
 		r = dr_add(c, DR_C_GPU, "carveout", subj, DR_PASS,
 			   "BIOS VRAM carve-out %s (ROCm advises a small one and a large GTT)", vram_s);
@@ -396,7 +415,7 @@ static void check_one_gpu(struct dr_ctx *c, const struct gpu *g, const char *rel
 				       vram_s);
 			dr_advise(r, "set the BIOS UMA frame buffer size to 512 MB, then give the GPU a large GTT: amd-ttm --set <GB>, or options ttm pages_limit=<pages of 4 KiB> in /etc/modprobe.d/ttm.conf (e.g. 26214400 for 100 GiB)");
 		}
-	} else if (ret && halo) {
+	} else if (ret && apu) {
 		dr_add(c, DR_C_GPU, "carveout", subj, DR_SKIP, "mem_info_vram_total %s", dr_errstr(ret));
 	}
 	if (dr_read_u64(c, &gtt, "%s/mem_info_gtt_total", g->path) == 0) {
