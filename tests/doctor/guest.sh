@@ -10,14 +10,15 @@
 # them; --peer against --serve over librdmacm; with the module unloaded the
 # strixpeer check FAILs with advice (then the module is loaded again);
 # every -j report is valid JSON (python3's json module); --compare of the
-# 1500 and 9000 reports flags the MTU mismatch. Prints TAP.
+# 1500 and 9000 reports flags the MTU mismatch; the verbs and librdmacm
+# paths once more under valgrind. Prints TAP.
 set -u
 ko=${1:?usage: guest.sh <strixpeer.ko>}
 ctl=build/strixpeerctl
 tmp=$(mktemp -d)
 n=0
 echo "TAP version 13"
-echo "1..9"
+echo "1..10"
 result() {	# result <0|1> <name> [skip reason]
 	n=$((n + 1))
 	if [ -n "${3:-}" ]; then echo "ok $n $2 # SKIP $3"
@@ -44,7 +45,8 @@ $2" "$1" || { echo "# $1:"; sed 's/^/#   /' "$1" | head -n 60; return 1; }
 }
 if [ -e /sys/kernel/debug/kmemleak ]; then
 	for t in mtu_1500_warns mtu_9000_passes json_valid rdma_test_loopback_and_between \
-		peer_against_serve compare_flags_mtu module_unloaded_fails module_reloaded text_report; do
+		peer_against_serve compare_flags_mtu module_unloaded_fails module_reloaded text_report \
+		valgrind_rdma_test_and_peer; do
 		result 0 "$t" "user-space check: runs on the non-debug kernels"
 	done
 	exit 0
@@ -159,3 +161,33 @@ sed 's/^/# /' "$tmp/text.txt"
 grep -q '^WARN  mtu.roce  *rxe0/1: veth0 MTU 1500 -> RDMA MTU 1024' "$tmp/text.txt" &&
 	grep -q 'fix: ip link set veth0 mtu 9000' "$tmp/text.txt" && [ "$rc" -eq 1 ]
 result $? "text_report"
+
+# the data paths (loopback, --peer, --serve) under valgrind, on one kernel:
+# the code is the same on every kernel, and valgrind is slow under emulation
+if ! command -v valgrind > /dev/null; then
+	result 0 "valgrind_rdma_test_and_peer" "valgrind not installed"
+elif [[ $(uname -r) != 6.12.* ]]; then
+	result 0 "valgrind_rdma_test_and_peer" "user-space check under valgrind: runs on 6.12"
+else
+	vg=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
+	    --show-possibly-lost=no --suppressions=tests/doctor/valgrind.supp)
+	"${vg[@]}" $ctl doctor --serve --bind 198.18.0.2 --port 18516 --once \
+		> "$tmp/vserve.out" 2> "$tmp/vserve.err" &
+	server=$!
+	for _ in $(seq 100); do
+		grep -q listening "$tmp/vserve.out" && break
+		sleep 0.2
+	done
+	"${vg[@]}" $ctl doctor -j --only mtu --rdma-test --device rxe0 --peer 198.18.0.2 \
+		--port 18516 --size 64K > "$tmp/vg.json" 2> "$tmp/vg.err"
+	rc=$?
+	wait "$server"
+	src=$?
+	server=
+	py "$tmp/vg.json" "
+assert get('rdmatest.loopback', 'rxe0/1 loopback')['status'] == 'PASS'
+assert get('rdmatest.peer', '198.18.0.2')['status'] == 'PASS'" && [ "$rc" -ne 99 ] && [ "$src" -eq 0 ]
+	r=$?
+	[ $r -eq 0 ] || sed 's/^/# valgrind: /' "$tmp/vg.err" "$tmp/vserve.err" | head -n 60
+	result $r "valgrind_rdma_test_and_peer"
+fi
