@@ -579,6 +579,14 @@ static void cli_exit_codes_and_text(void)
 	CHECK(sh("python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
 		 "assert {c[\"check\"] for c in d[\"checks\"]} == {\"mtu\"}, d' %s/only.json", fx) == 0,
 	      "--only");
+	/* strixpeerctl's own -j -p reach doctor: indented JSON */
+	CHECK(sh("%s -j -p doctor --only mtu --sysroot %s/mtu-1500 | grep -q '^  \"checks\": \\['",
+		 ctl, fx) == 0, "global -j -p");
+	/* --only leaves the node facts --compare needs */
+	CHECK(sh("%s doctor -j --only mtu --sysroot %s/healthy | python3 -c 'import json,sys; "
+		 "n=json.load(sys.stdin)[\"node\"]; assert n[\"module\"] and n[\"library\"] and "
+		 "n[\"peer_client_name\"] == \"amdkfd\" and n[\"peer_clients\"] == \"amdkfd\", n'",
+		 ctl, fx) == 0, "node facts");
 }
 
 static void cli_bad_input(void)

@@ -269,7 +269,6 @@ int dr_compare(struct dr_ctx *c, int nfiles, char **files)
 			 reps[i].name, reps[i].file, ex && ex->type == DR_J_NUM ? ex->n : -1.0);
 	}
 	dr_str(&c->node, "reports", names);
-	dr_str(&c->node, "hostname", "--compare");
 	r = dr_add(c, DR_C_COMPARE, "nodes", "", DR_INFO, "%d reports: %s", nfiles, names);
 	dr_int(r, "reports", nfiles);
 	compare_mtu(c, reps, nfiles);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "doctor.h"
+#include "strixpeer.h"
 
 const char *const dr_check_names[DR_C_RDMATEST + 1] = {
 	[DR_C_RDMA] = "rdma",
@@ -313,16 +314,35 @@ int dr_exit_status(const struct dr_ctx *c)
 	return ret;
 }
 
-/* The node's identity: what --compare sets side by side. */
+/*
+ * The node's identity: what --compare sets side by side, whichever checks
+ * --only picks (the checks add what they find on the way: abi, memlock).
+ */
 static void node_facts(struct dr_ctx *c)
 {
-	char buf[256];
+	char buf[512], **peers = NULL;
+	int n;
 
 	if (dr_read(c, buf, sizeof(buf), "/proc/sys/kernel/hostname") == 0)
 		dr_str(&c->node, "hostname", buf);
 	if (dr_kernel_release(c, buf, sizeof(buf)) == 0)
 		dr_str(&c->node, "kernel", buf);
 	dr_str(&c->node, "sysroot", c->sysroot[0] ? c->sysroot : "/");
+	dr_str(&c->node, "library", sp_lib_version());
+	if (dr_read(c, buf, sizeof(buf), "/sys/module/strixpeer/version") == 0)
+		dr_str(&c->node, "module", buf);
+	if (dr_read(c, buf, sizeof(buf), "/sys/module/strixpeer/parameters/peer_client_name") == 0)
+		dr_str(&c->node, "peer_client_name", buf);
+	n = dr_list(c, &peers, "/sys/kernel/mm/memory_peers");
+	buf[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		size_t l = strlen(buf);
+
+		dr_fmt(buf + l, sizeof(buf) - l, "%s%s", l ? ", " : "", peers[i]);
+	}
+	if (n >= 0)
+		dr_str(&c->node, "peer_clients", buf);
+	dr_list_free(peers, n);
 }
 
 void dr_run(struct dr_ctx *c)

@@ -171,7 +171,8 @@ int dr_live_module_abi(char *out, size_t len, char *why, size_t wlen, int *err);
 int dr_live_peer_reason(char *out, size_t len);
 
 /* report.c */
-void dr_print(const struct dr_ctx *c, bool json, bool pretty);
+/* @pretty < 0: JSON as strixpeerctl's global -j/-p set the printer up */
+void dr_print(const struct dr_ctx *c, bool json, int pretty);
 
 /* json.c: a small JSON reader for --compare */
 enum dr_jtype { DR_J_NULL, DR_J_BOOL, DR_J_NUM, DR_J_STR, DR_J_ARR, DR_J_OBJ };

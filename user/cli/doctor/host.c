@@ -536,7 +536,6 @@ void dr_check_gpudirect(struct dr_ctx *c)
 	r = dr_add(c, DR_C_GPUDIRECT, "core", "", core ? DR_PASS : DR_INFO, "%s", "");
 	dr_bool(r, "peer_memory_core", core);
 	dr_str(r, "clients", list);
-	dr_str(&c->node, "peer_clients", list);
 	if (core)
 		dr_set_summary(r, "peer-memory core present (%s%s%s)",
 			       n >= 0 ? "memory_peers/ clients: " : "ib_register_peer_memory_client in kallsyms",
@@ -561,7 +560,6 @@ void dr_check_gpudirect(struct dr_ctx *c)
 		dr_read(c, name, sizeof(name), "/sys/module/strixpeer/parameters/peer_client_name");
 		dr_read(c, ours, sizeof(ours), "/sys/module/strixpeer/version");
 		dr_read(c, pd, sizeof(pd), "/sys/module/strixpeer/parameters/peerdirect");
-		dr_str(&c->node, "peer_client_name", name);
 		r = dr_add(c, DR_C_GPUDIRECT, "client", name, DR_PASS, "%s", "");
 		dr_str(r, "name", name);
 		ver[0] = '\0';

@@ -79,7 +79,7 @@ int doctor_main(int argc, char **argv, bool json)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct dr_rt_opts rt = { .port = "18515", .size = 8 << 20 };
-	bool pretty = false, rdma = false, serve = false, compare = false;
+	bool pretty = false, rdma = false, serve = false, compare = false, own_json = false;
 	const char *sysroot = "/", *only = NULL;
 	struct dr_ctx c;
 	int opt, ret;
@@ -91,7 +91,7 @@ int doctor_main(int argc, char **argv, bool json)
 	while ((opt = getopt_long(argc, argv, "jph", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'j':
-			json = true;
+			json = own_json = true;
 			break;
 		case 'p':
 			pretty = true;
@@ -178,7 +178,8 @@ int doctor_main(int argc, char **argv, bool json)
 	if (rdma)
 		dr_rdma_test(&c, &rt);
 print:
-	dr_print(&c, json, pretty);
+	/* "strixpeerctl -j -p doctor": the printer is set up already */
+	dr_print(&c, json, json && !own_json && !pretty ? -1 : pretty);
 	ret = dr_exit_status(&c);
 	dr_ctx_free(&c);
 	return ret;

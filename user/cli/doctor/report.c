@@ -56,11 +56,12 @@ static void print_vals(const struct dr_result *r)
 	}
 }
 
-static void print_json(const struct dr_ctx *c, bool pretty)
+static void print_json(const struct dr_ctx *c, int pretty)
 {
 	unsigned int count[DR_NSTATUS] = { 0 };
 
-	pr_init(true, pretty);
+	if (pretty >= 0)
+		pr_init(true, pretty);
 	pr_obj_open(NULL);
 	pr_obj_open("node");
 	print_vals(&c->node);
@@ -92,7 +93,7 @@ static void print_json(const struct dr_ctx *c, bool pretty)
 	pr_done();
 }
 
-void dr_print(const struct dr_ctx *c, bool json, bool pretty)
+void dr_print(const struct dr_ctx *c, bool json, int pretty)
 {
 	unsigned int count[DR_NSTATUS] = { 0 };
 	const struct dr_val *host = dr_get(&c->node, "hostname");

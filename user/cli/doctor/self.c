@@ -269,8 +269,6 @@ void dr_check_strixpeer(struct dr_ctx *c)
 		 dr_exists(c, "/sys/module/strixpeer/version");
 	dr_read(c, modver, sizeof(modver), "/sys/module/strixpeer/version");
 	dr_read(c, srcver, sizeof(srcver), "/sys/module/strixpeer/srcversion");
-	dr_str(&c->node, "library", libver);
-	dr_str(&c->node, "module", loaded ? modver : "");
 
 	/* install first: the module result's advice depends on it */
 	r = dr_add(c, DR_C_STRIXPEER, "module", "", DR_PASS, "%s", "");
