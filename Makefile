@@ -44,6 +44,12 @@ LIB_OBJ := $(patsubst user/lib/%.c,$(B)/lib/%.o,$(LIB_SRC))
 LIB_HDR := include/strixpeer.h include/uapi/strixpeer.h user/lib/internal.h
 CLI_SRC := user/cli/strixpeerctl.c user/cli/print.c
 CLI_HDR := user/cli/print.h
+# strixpeerctl doctor (user/cli/doctor/): checks that read files only, the
+# live probes and --rdma-test; libkmod finds modules, librdmacm connects --peer
+DOCTOR_SRC := $(wildcard user/cli/doctor/*.c)
+DOCTOR_LIBS := -lkmod -lrdmacm -libverbs
+CLI_SRC += $(DOCTOR_SRC)
+CLI_HDR += user/cli/doctor/doctor.h
 TEST_SRC := $(wildcard tests/*.c)
 TEST_BIN := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 TEST_HDR := $(wildcard tests/*.h)
@@ -92,7 +98,7 @@ $(B)/libstrixpeer.a: $(LIB_OBJ)
 
 $(B)/strixpeerctl: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(LIB_SO)
 	$(CC) $(CFLAGS) $(SP_CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRC) -L$(B) -lstrixpeer \
-		$(CLI_RPATH)
+		$(CLI_RPATH) $(DOCTOR_LIBS)
 
 $(B)/strixpeer.pc: user/lib/strixpeer.pc.in VERSION | $(B)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
@@ -109,6 +115,17 @@ $(B)/asan/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(LIB_SRC)
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
 		-Itests -o $@ $< $(LIB_SRC) -libverbs $(NL_LIBS) -lpthread
+
+# doctor's host test (tests/doctor/): the checks against generated fixture
+# trees, built with AddressSanitizer and UBSan
+DOCTOR_TEST := $(B)/tests/doctor-test
+user: $(DOCTOR_TEST)
+$(DOCTOR_TEST): tests/doctor/doctor-test.c $(DOCTOR_SRC) user/cli/doctor/doctor.h \
+		user/cli/print.c $(LIB_HDR) $(LIB_SRC) tests/tap.h | $(B)/tests
+	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
+		-Itests -Iuser/cli/doctor -o $@ $< $(DOCTOR_SRC) user/cli/print.c \
+		$(LIB_SRC) $(NL_LIBS) $(DOCTOR_LIBS) -lpthread
 
 deps:
 	./scripts/install-deps.sh

@@ -83,6 +83,10 @@ record_tap "host/spec-check" "$out/spec-check.tap"
 tests/packaging-check.sh > "$out/packaging-check.tap" 2>&1
 record_tap "host/packaging-check" "$out/packaging-check.tap"
 
+# strixpeerctl doctor against generated fixture trees (tests/doctor/).
+build/tests/doctor-test "$out/doctor-fixtures" > "$out/doctor.tap" 2>&1
+record_tap "host/doctor" "$out/doctor.tap"
+
 # promtool checks strixpeerctl's Prometheus output inside the VM.
 SP_PROMTOOL=$(tests/fetch-promtool.sh) || SP_PROMTOOL=
 export SP_PROMTOOL

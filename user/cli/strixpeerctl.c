@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "doctor/doctor.h"
 #include "print.h"
 #include "strixpeer.h"
 
@@ -678,6 +679,12 @@ static int cmd_monitor(int argc, char **argv)
 	return ret < 0 ? fail("monitor") : 0;
 }
 
+/* doctor: what is wrong with this RDMA node (user/cli/doctor/) */
+static int cmd_doctor(int argc, char **argv)
+{
+	return doctor_main(argc, argv, json);
+}
+
 static int cmd_help(int argc, char **argv);
 
 static const struct cmd top_cmds[] = {
@@ -687,6 +694,7 @@ static const struct cmd top_cmds[] = {
 	{ "stats", cmd_stats, "[-f prometheus]: counters" },
 	{ "config", cmd_config, "show | set KEY VALUE" },
 	{ "monitor", cmd_monitor, "print events as they happen" },
+	{ "doctor", cmd_doctor, "what is wrong with this RDMA node [--rdma-test]" },
 	{ "help", cmd_help, "this text" },
 	{ NULL, NULL, NULL },
 };

@@ -1,0 +1,712 @@
+// SPDX-License-Identifier: MIT
+/*
+ * strixpeerctl doctor against fake node trees (host test, TAP; built with
+ * ASan and UBSan): one tree per situation from tests/doctor/mkfixtures.sh,
+ * each asserting the exact status of the check it is about and that the
+ * advice names the fix; broken trees (garbage, huge and unreadable
+ * attributes) give SKIP/INFO and never a crash; then the command line:
+ * JSON valid for every tree (validated with python3's json module),
+ * exit codes, bad --sysroot/--only, --compare of reports, valgrind.
+ *
+ *   doctor-test [FIXTURE_DIR]   (run from the repository root; default
+ *                                build/doctor-fixtures, regenerated)
+ */
+#include "tap.h"
+
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "doctor.h"
+
+static char fx[PATH_MAX] = "build/doctor-fixtures";
+static const char *ctl = "build/strixpeerctl";
+
+static void no_wait(void *arg)
+{
+	(void)arg;
+}
+
+static struct dr_ctx *run_hook(const char *fixture, void (*hook)(void *), void *arg)
+{
+	struct dr_ctx *c = calloc(1, sizeof(*c));
+	char root[PATH_MAX];
+	int ret;
+
+	CHECK(c, "calloc");
+	dr_ctx_init(c);
+	if (strchr(fixture, '/'))
+		snprintf(root, sizeof(root), "%s", fixture);
+	else
+		dr_fmt(root, sizeof(root), "%s/%s", fx, fixture);
+	ret = dr_ctx_set_sysroot(c, root);
+	CHECK(ret == 0, "sysroot %s: %s", root, strerror(-ret));
+	CHECK(!c->live, "a fixture must not count as the live system");
+	c->between_samples = hook;
+	c->hook_arg = arg;
+	dr_run(c);
+	return c;
+}
+
+static struct dr_ctx *run(const char *fixture)
+{
+	return run_hook(fixture, no_wait, NULL);
+}
+
+static const struct dr_result *find(const struct dr_ctx *c, const char *id, const char *subj)
+{
+	for (size_t i = 0; i < c->nres; i++)
+		if (!strcmp(c->res[i].id, id) && (!subj || !strcmp(c->res[i].subject, subj)))
+			return &c->res[i];
+	tap_fail(__FILE__, __LINE__, "find", "no result %s%s%s", id, subj ? " for " : "",
+		 subj ? subj : "");
+}
+
+/* The result must have @st, and its advice (or summary) must contain @text. */
+static const struct dr_result *expect(const struct dr_ctx *c, const char *id, const char *subj,
+				      enum dr_status st, const char *advice)
+{
+	const struct dr_result *r = find(c, id, subj);
+
+	CHECK(r->status == st, "%s %s: status %s, expected %s (%s)", id, r->subject,
+	      dr_status_name(r->status), dr_status_name(st), r->summary);
+	if (advice)
+		CHECK(r->advice && strstr(r->advice, advice),
+		      "%s %s: advice does not name \"%s\": %s", id, r->subject, advice,
+		      r->advice ? r->advice : "(none)");
+	if (st >= DR_WARN)
+		CHECK(r->advice && r->advice[0], "%s %s is %s without advice", id, r->subject,
+		      dr_status_name(st));
+	return r;
+}
+
+static void summary_has(const struct dr_result *r, const char *text)
+{
+	CHECK(strstr(r->summary, text), "%s %s: summary lacks \"%s\": %s", r->id, r->subject,
+	      text, r->summary);
+}
+
+static int64_t obs_int(const struct dr_result *r, const char *key)
+{
+	const struct dr_val *v = dr_get(r, key);
+
+	CHECK(v && v->type == DR_V_INT, "%s %s: no integer \"%s\" observed", r->id, r->subject, key);
+	return v->i;
+}
+
+static void no_warn_or_fail(const struct dr_ctx *c)
+{
+	for (size_t i = 0; i < c->nres; i++)
+		CHECK(c->res[i].status < DR_WARN, "%s %s is %s: %s", c->res[i].id, c->res[i].subject,
+		      dr_status_name(c->res[i].status), c->res[i].summary);
+}
+
+static void healthy_two_port_node_all_pass(void)
+{
+	struct dr_ctx *c = run("healthy");
+
+	no_warn_or_fail(c);
+	CHECK(dr_exit_status(c) == 0, "exit %d", dr_exit_status(c));
+	expect(c, "rdma.port", "mlx5_0/1", DR_PASS, NULL);
+	expect(c, "rdma.port", "mlx5_1/1", DR_PASS, NULL);
+	expect(c, "pcie.link", "mlx5_0 0000:01:00.0", DR_PASS, NULL);
+	CHECK(obs_int(expect(c, "mtu.roce", "mlx5_1/1", DR_PASS, NULL), "rdma_mtu") == 4096, "mtu");
+	expect(c, "memory.memlock", NULL, DR_PASS, NULL);
+	expect(c, "gpu.driver", NULL, DR_PASS, NULL);
+	expect(c, "gpu.kernel", NULL, DR_PASS, NULL);
+	expect(c, "gpu.carveout", NULL, DR_PASS, NULL);
+	expect(c, "gpu.gtt", NULL, DR_PASS, NULL);
+	expect(c, "gpudirect.client", "amdkfd", DR_PASS, NULL);
+	expect(c, "counters.errors", "mlx5_0/1", DR_PASS, NULL);
+	expect(c, "strixpeer.module", NULL, DR_PASS, NULL);
+	expect(c, "strixpeer.install", "6.18.4-amd64", DR_PASS, NULL);
+	expect(c, "strixpeer.install", "6.18.3-amd64", DR_PASS, NULL);
+	expect(c, "strixpeer.device", NULL, DR_PASS, NULL);
+	/* GPU and NIC meet at the host bridge: the RCCL setting, as information */
+	expect(c, "gpudirect.rccl_level", NULL, DR_INFO, "NCCL_NET_GDR_LEVEL=PHB");
+	/* what needs the live system says so */
+	summary_has(expect(c, "strixpeer.abi", NULL, DR_SKIP, NULL), "live");
+	dr_ctx_free(c);
+}
+
+/* The seed: ConnectX-3 (Gen3 x8) trained x4 behind an M.2/Oculink adapter. */
+static void connectx3_x4_behind_oculink(void)
+{
+	struct dr_ctx *c = run("oculink-cx3");
+	const struct dr_result *r = expect(c, "pcie.link", "mlx4_0 0000:03:00.0", DR_WARN, "x8");
+
+	summary_has(r, "8.0 GT/s x4");
+	summary_has(r, "31.504 Gb/s");
+	summary_has(r, "slot/adapter");
+	summary_has(r, "0000:00:01.2");
+	summary_has(r, "Oculink");
+	CHECK(obs_int(r, "usable_mbps") == 31504 && obs_int(r, "port_rate_mbps") == 56000,
+	      "usable %lld port %lld", (long long)obs_int(r, "usable_mbps"),
+	      (long long)obs_int(r, "port_rate_mbps"));
+	CHECK(obs_int(r, "slot_max_width") == 4, "slot width");
+	expect(c, "rdma.port", "mlx4_0/1", DR_PASS, NULL);
+	CHECK(dr_exit_status(c) == 1, "exit %d", dr_exit_status(c));
+	dr_ctx_free(c);
+}
+
+static void pcie_switch_uplink_is_the_bottleneck(void)
+{
+	struct dr_ctx *c = run("pcie-switch");
+	const struct dr_result *r = expect(c, "pcie.link", "mlx5_0 0000:12:00.0", DR_WARN,
+					   "0000:10:00.0");
+
+	summary_has(r, "bridge 0000:10:00.0 runs at 8.0 GT/s x4");
+	CHECK(obs_int(r, "usable_mbps") == 31504 && obs_int(r, "port_rate_mbps") == 40000, "numbers");
+	dr_ctx_free(c);
+}
+
+static void pcie_downgraded_but_enough_is_info(void)
+{
+	struct dr_ctx *c = run("pcie-enough");
+
+	expect(c, "pcie.link", "mlx5_0 0000:01:00.0", DR_INFO, "nothing lost");
+	dr_ctx_free(c);
+}
+
+static void ib_port_init_without_sm(void)
+{
+	struct dr_ctx *c = run("ib-no-sm");
+	const struct dr_result *r = expect(c, "rdma.port", "mlx4_0/1", DR_FAIL, "opensm");
+
+	CHECK(strstr(r->advice, "needed even back to back"), "%s", r->advice);
+	summary_has(r, "sm_lid 0x0");
+	CHECK(dr_exit_status(c) == 2, "exit %d", dr_exit_status(c));
+	dr_ctx_free(c);
+}
+
+static void ib_port_polling_no_cable(void)
+{
+	struct dr_ctx *c = run("ib-polling");
+
+	expect(c, "rdma.port", "mlx4_0/1", DR_FAIL, "cable");
+	dr_ctx_free(c);
+}
+
+static void roce_mtu_1500_warns(void)
+{
+	struct dr_ctx *c = run("mtu-1500");
+	const struct dr_result *r = expect(c, "mtu.roce", "mlx5_0/1", DR_WARN,
+					   "ip link set enp1s0f0np0 mtu 9000");
+
+	CHECK(obs_int(r, "rdma_mtu") == 1024 && obs_int(r, "netdev_mtu") == 1500, "mtus");
+	CHECK(strstr(r->advice, "switch"), "advice does not mention the switch: %s", r->advice);
+	dr_ctx_free(c);
+}
+
+static void roce_mtu_9000_passes(void)
+{
+	struct dr_ctx *c = run("mtu-9000");
+	const struct dr_result *r = expect(c, "mtu.roce", "mlx5_0/1", DR_PASS, NULL);
+
+	CHECK(obs_int(r, "rdma_mtu") == 4096, "rdma mtu %lld", (long long)obs_int(r, "rdma_mtu"));
+	dr_ctx_free(c);
+}
+
+/* 4176 = 4096 + 80 is enough for Soft-RoCE, not for hardware RoCE (+96) */
+static void mtu_overhead_rxe_80_hw_96(void)
+{
+	struct dr_ctx *c = run("mtu-edge");
+
+	CHECK(obs_int(expect(c, "mtu.roce", "rxe0/1", DR_PASS, NULL), "rdma_mtu") == 4096, "rxe");
+	CHECK(obs_int(expect(c, "mtu.roce", "mlx5_0/1", DR_WARN, "4192"), "rdma_mtu") == 2048,
+	      "mlx5");
+	dr_ctx_free(c);
+}
+
+static void memlock_64k_fails(void)
+{
+	struct dr_ctx *c = run("memlock-64k");
+	const struct dr_result *r = expect(c, "memory.memlock", NULL, DR_FAIL, "memlock unlimited");
+
+	CHECK(strstr(r->advice, "LimitMEMLOCK=infinity") && strstr(r->advice, "--ulimit memlock=-1"),
+	      "advice lacks the service/container fixes: %s", r->advice);
+	summary_has(r, "64 KiB");
+	dr_ctx_free(c);
+}
+
+static void memlock_unlimited_passes(void)
+{
+	struct dr_ctx *c = run("memlock-unlimited");
+
+	expect(c, "memory.memlock", NULL, DR_PASS, NULL);
+	dr_ctx_free(c);
+}
+
+static void strix_halo_on_6_12_too_old(void)
+{
+	struct dr_ctx *c = run("strix-6.12");
+
+	summary_has(expect(c, "gpu.kernel", NULL, DR_WARN, "6.18.4"), "gfx1151");
+	dr_ctx_free(c);
+}
+
+static void strix_halo_96g_carveout(void)
+{
+	struct dr_ctx *c = run("strix-96g");
+	const struct dr_result *r = expect(c, "gpu.carveout", NULL, DR_WARN, "512 MB");
+
+	CHECK(strstr(r->advice, "pages_limit"), "advice lacks ttm.pages_limit: %s", r->advice);
+	summary_has(r, "96 GiB");
+	expect(c, "gpu.kernel", NULL, DR_PASS, NULL);
+	dr_ctx_free(c);
+}
+
+static void other_apu_carveout(void)
+{
+	struct dr_ctx *c = run("phoenix-8g");
+
+	summary_has(expect(c, "gpu.carveout", "0000:c5:00.0 AMD APU", DR_WARN, "512 MB"), "8 GiB");
+	for (size_t i = 0; i < c->nres; i++)
+		CHECK(strcmp(c->res[i].id, "gpu.kernel"), "gfx1151 rule applied to a Phoenix APU");
+	dr_ctx_free(c);
+}
+
+static void amdgpu_gttsize_deprecated(void)
+{
+	struct dr_ctx *c = run("gttsize");
+
+	expect(c, "gpu.gttsize", NULL, DR_WARN, "ttm.pages_limit");
+	expect(c, "gpu.gtt", NULL, DR_WARN, "amdgpu.gttsize");
+	dr_ctx_free(c);
+}
+
+static void amd_iommu_off_warns(void)
+{
+	struct dr_ctx *c = run("amd-iommu-off");
+
+	summary_has(expect(c, "iommu.mode", NULL, DR_WARN, "iommu=pt"), "amd_iommu=off");
+	dr_ctx_free(c);
+}
+
+static void peer_client_named_strixpeer(void)
+{
+	struct dr_ctx *c = run("peer-strixpeer");
+
+	expect(c, "gpudirect.client", "strixpeer", DR_WARN, "peer_client_name=amdkfd");
+	expect(c, "gpudirect.core", NULL, DR_PASS, NULL);
+	dr_ctx_free(c);
+}
+
+static void peer_client_named_amdkfd(void)
+{
+	struct dr_ctx *c = run("peer-amdkfd");
+
+	expect(c, "gpudirect.client", "amdkfd", DR_PASS, NULL);
+	dr_ctx_free(c);
+}
+
+static void peer_client_clash_with_rocm(void)
+{
+	struct dr_ctx *c = run("peer-clash");
+	const struct dr_result *r = expect(c, "gpudirect.client", "amdkfd", DR_FAIL, "amdgpu-dkms");
+
+	summary_has(r, "1.0");
+	dr_ctx_free(c);
+}
+
+static void rxe_over_one_lane_thunderbolt(void)
+{
+	struct dr_ctx *c = run("tb-one-lane");
+	const struct dr_result *r = expect(c, "thunderbolt.link", "rxe_tb0/1", DR_WARN, "lane");
+
+	CHECK(obs_int(r, "rx_lanes") == 1 && obs_int(r, "lane_gbps") == 20, "lanes/speed");
+	summary_has(r, "not the link's");
+	expect(c, "pcie.link", "rxe_tb0", DR_SKIP, NULL);
+	/* found by its bus although udev renamed it */
+	expect(c, "thunderbolt.link", "usb4net1", DR_INFO, "rdma link add rxe_usb4net1 type rxe netdev usb4net1");
+	dr_ctx_free(c);
+}
+
+static void rxe_on_down_netdev_fails(void)
+{
+	struct dr_ctx *c = run("rxe-down");
+
+	expect(c, "rdma.port", "rxe0/1", DR_FAIL, "ip link set veth0 up");
+	dr_ctx_free(c);
+}
+
+static void module_missing_fails_with_advice(void)
+{
+	struct dr_ctx *c = run("no-module");
+
+	expect(c, "strixpeer.module", NULL, DR_FAIL, "strixpeer-dkms");
+	expect(c, "strixpeer.install", "6.18.4-amd64", DR_FAIL, "strixpeer-dkms");
+	expect(c, "strixpeer.device", NULL, DR_SKIP, NULL);
+	expect(c, "gpudirect.client", NULL, DR_SKIP, NULL);
+	dr_ctx_free(c);
+}
+
+static void kernel_update_without_dkms_build(void)
+{
+	struct dr_ctx *c = run("kernel-update");
+
+	expect(c, "strixpeer.install", "6.18.5-amd64", DR_WARN, "dkms autoinstall -k 6.18.5-amd64");
+	expect(c, "strixpeer.install", "6.18.4-amd64", DR_PASS, NULL);
+	dr_ctx_free(c);
+	c = run("kernel-update-noheaders");
+	expect(c, "strixpeer.install", "6.18.5-amd64", DR_WARN, "linux-headers-6.18.5-amd64");
+	dr_ctx_free(c);
+}
+
+static void device_node_0600_refuses_users(void)
+{
+	struct dr_ctx *c = run("dev-0600");
+
+	expect(c, "strixpeer.device", NULL, DR_FAIL, "udev rule");
+	dr_ctx_free(c);
+}
+
+/* --- error counters: the hook changes the tree between the two samples --- */
+
+struct ctr_change {
+	const char *root;
+	const char *file;	/* below the root */
+	const char *value;
+};
+
+static void write_file(const char *root, const char *file, const char *value)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, file);
+	f = fopen(path, "w");
+	CHECK(f, "%s: %s", path, strerror(errno));
+	fprintf(f, "%s\n", value);
+	fclose(f);
+}
+
+static void change(void *arg)
+{
+	const struct ctr_change *ch = arg;
+
+	write_file(ch->root, ch->file, ch->value);
+}
+
+/* A private copy of a fixture (the cases run in parallel forks' order). */
+static void copy_fixture(const char *name, char *out, size_t len)
+{
+	char cmd[PATH_MAX * 2 + 64];
+
+	dr_fmt(out, len, "%s/.copy-%s-%d", fx, name, getpid());
+	dr_fmt(cmd, sizeof(cmd), "rm -rf '%s' && cp -a '%s/%s' '%s'", out, fx, name, out);
+	CHECK(system(cmd) == 0, "%s", cmd);
+}
+
+static void remove_copy(const char *dir)
+{
+	char cmd[PATH_MAX + 16];
+
+	dr_fmt(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK(system(cmd) == 0, "%s", cmd);
+}
+
+#define PORT0 "sys/class/infiniband/mlx5_0/ports/1/"
+
+static void counters_growth(const char *file, const char *before, const char *after,
+			    enum dr_status st, const char *advice)
+{
+	char root[PATH_MAX];
+	struct ctr_change ch = { root, file, after };
+	struct dr_ctx *c;
+
+	copy_fixture("healthy", root, sizeof(root));
+	write_file(root, file, before);
+	c = run_hook(root, change, &ch);
+	expect(c, "counters.errors", "mlx5_0/1", st, advice);
+	expect(c, "counters.errors", "mlx5_1/1", DR_PASS, NULL);
+	dr_ctx_free(c);
+	remove_copy(root);
+}
+
+static void counters_symbol_errors_growing_warn(void)
+{
+	counters_growth(PORT0 "counters/symbol_error", "3", "9", DR_WARN, "cable");
+}
+
+static void counters_sequence_errors_growing_warn(void)
+{
+	counters_growth(PORT0 "hw_counters/out_of_sequence", "10", "250", DR_WARN, "lossless");
+}
+
+static void counters_link_downed_growing_fail(void)
+{
+	counters_growth(PORT0 "counters/link_downed", "1", "2", DR_FAIL, "link went down");
+}
+
+static void counters_saturated_fail(void)
+{
+	counters_growth(PORT0 "counters/symbol_error", "65535", "65535", DR_FAIL, "perfquery -R");
+}
+
+static void counters_unchanged_pass(void)
+{
+	counters_growth(PORT0 "counters/symbol_error", "7", "7", DR_PASS, NULL);
+}
+
+/* --- broken trees ----------------------------------------------------------- */
+
+static void broken_attributes_skip_never_crash(void)
+{
+	struct dr_ctx *c = run("broken");
+	const struct dr_result *r;
+
+	/* state "garbage" */
+	summary_has(expect(c, "rdma.port", "mlx5_0/1", DR_SKIP, NULL), "state unreadable");
+	/* a 1 MiB rate and an unreadable ndevs/0: the port is still checked */
+	r = find(c, "rdma.port", "mlx5_1/1");
+	summary_has(r, "rate unreadable");
+	/* terminal escapes in an attribute do not reach the report */
+	CHECK(dr_get(r, "fw_ver") && !strchr(dr_get(r, "fw_ver")->s, '\033') &&
+	      !strchr(dr_get(r, "fw_ver")->s, '\007'), "fw_ver %s", dr_get(r, "fw_ver")->s);
+	/* current_link_width "x8?" */
+	expect(c, "pcie.link", "mlx5_1 0000:01:00.1", DR_SKIP, NULL);
+	/* an MTU with a NUL inside */
+	expect(c, "mtu.roce", "mlx5_0/1", DR_SKIP, NULL);
+	/* no /proc/self/limits, garbage meminfo, no buddyinfo, node/online "zero" */
+	expect(c, "memory.memlock", NULL, DR_SKIP, NULL);
+	expect(c, "memory.hugepages", NULL, DR_INFO, NULL);
+	expect(c, "memory.free_2m", NULL, DR_SKIP, NULL);
+	expect(c, "numa.nodes", NULL, DR_SKIP, NULL);
+	/* a 100 kB /proc/cmdline: reported, not parsed */
+	summary_has(find(c, "iommu.mode", NULL), "/proc/cmdline");
+	/* mem_info_vram_total "lots" */
+	expect(c, "gpu.carveout", NULL, DR_SKIP, NULL);
+	/* "N/A (no PMA)" counters are left out */
+	expect(c, "counters.errors", "mlx5_1/1", DR_PASS, NULL);
+	/* the hostname is a FIFO: not read, no hang */
+	CHECK(!dr_get(&c->node, "hostname"), "read a FIFO");
+	dr_ctx_free(c);
+}
+
+static void only_selects_checks(void)
+{
+	struct dr_ctx c;
+	unsigned int mask;
+
+	CHECK(dr_parse_only("mtu,rdma", &mask) == 0 &&
+	      mask == ((1U << DR_C_MTU) | (1U << DR_C_RDMA)), "mask %#x", mask);
+	CHECK(dr_parse_only("mtu,bogus", &mask) == -EINVAL, "bogus accepted");
+	CHECK(dr_parse_only("", &mask) == -EINVAL, "empty accepted");
+	dr_ctx_init(&c);
+	CHECK(dr_ctx_set_sysroot(&c, "/nonexistent/sysroot") == -ENOENT, "missing sysroot");
+	dr_ctx_free(&c);
+}
+
+/* --- the command line ------------------------------------------------------ */
+
+/* Exit status of a shell command. */
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	st = system(cmd);
+	CHECK(st != -1 && WIFEXITED(st), "%s: did not exit", cmd);
+	return WEXITSTATUS(st);
+}
+
+/* Every check object has id, status, observed and advice; exit matches. */
+#define VALIDATE \
+	"import json,sys\n" \
+	"d=json.load(open(sys.argv[1])); rc=int(sys.argv[2])\n" \
+	"assert set(d) == {'node','checks','summary'}, d.keys()\n" \
+	"for c in d['checks']:\n" \
+	"  assert set(c) == {'id','check','subject','status','summary','observed','advice'}, c\n" \
+	"  assert c['status'] in ('PASS','INFO','WARN','FAIL','SKIP'), c\n" \
+	"  assert c['id'].startswith(c['check'] + '.'), c\n" \
+	"  assert isinstance(c['observed'], dict) and c['summary'], c\n" \
+	"  assert c['status'] not in ('WARN','FAIL') or c['advice'], c\n" \
+	"n={s: sum(c['status'] == s for c in d['checks']) for s in ('PASS','INFO','WARN','FAIL','SKIP')}\n" \
+	"assert all(d['summary'][s] == n[s] for s in n), (d['summary'], n)\n" \
+	"want = 2 if n['FAIL'] else 1 if n['WARN'] else 0\n" \
+	"assert d['summary']['exit'] == want == rc, (d['summary'], want, rc)\n"
+
+static void cli_json_valid_for_every_fixture(void)
+{
+	static const char *const trees[] = {
+		"healthy", "oculink-cx3", "ib-no-sm", "ib-polling", "mtu-1500", "mtu-9000",
+		"mtu-edge", "memlock-64k", "memlock-unlimited", "strix-6.12", "strix-96g",
+		"gttsize", "amd-iommu-off", "peer-strixpeer", "peer-amdkfd", "peer-clash",
+		"tb-one-lane", "no-module", "kernel-update", "dev-0600", "rxe-down", "broken",
+		"pcie-switch", "pcie-enough", "phoenix-8g",
+	};
+	char py[PATH_MAX];
+	FILE *f;
+
+	dr_fmt(py, sizeof(py), "%s/.validate-%d.py", fx, getpid());
+	f = fopen(py, "w");
+	CHECK(f, "%s", py);
+	fputs(VALIDATE, f);
+	fclose(f);
+	for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++) {
+		int rc = sh("%s doctor -j --sysroot %s/%s > %s/%s.json 2> %s/%s.err", ctl, fx,
+			    trees[i], fx, trees[i], fx, trees[i]);
+
+		CHECK(rc <= 2, "%s: exit %d", trees[i], rc);
+		CHECK(sh("python3 %s %s/%s.json %d", py, fx, trees[i], rc) == 0,
+		      "%s: JSON invalid or inconsistent (see %s/%s.json)", trees[i], fx, trees[i]);
+		/* pretty JSON parses too, and stderr stayed empty */
+		CHECK(sh("%s doctor -j -p --sysroot %s/%s | python3 -m json.tool > /dev/null",
+			 ctl, fx, trees[i]) == 0, "%s: -p", trees[i]);
+		CHECK(sh("test ! -s %s/%s.err", fx, trees[i]) == 0, "%s wrote to stderr", trees[i]);
+	}
+	unlink(py);
+}
+
+static void cli_exit_codes_and_text(void)
+{
+	CHECK(sh("%s doctor --sysroot %s/healthy > /dev/null", ctl, fx) == 0, "healthy");
+	CHECK(sh("%s doctor --sysroot %s/mtu-1500 > /dev/null", ctl, fx) == 1, "WARN");
+	CHECK(sh("%s doctor --sysroot %s/ib-no-sm > /dev/null", ctl, fx) == 2, "FAIL");
+	/* the text report shows the seed's verdict and its fix */
+	CHECK(sh("%s doctor --sysroot %s/ib-no-sm | grep -q '^FAIL  rdma.port  *mlx4_0/1: INIT'",
+		 ctl, fx) == 0, "text");
+	CHECK(sh("%s doctor --sysroot %s/ib-no-sm | grep -q 'fix: no subnet manager: start opensm'",
+		 ctl, fx) == 0, "text advice");
+	/* --only: just those checks; global -j works as well */
+	CHECK(sh("%s -j doctor --only mtu --sysroot %s/mtu-1500 > %s/only.json", ctl, fx, fx) == 1,
+	      "--only exit");
+	CHECK(sh("python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+		 "assert {c[\"check\"] for c in d[\"checks\"]} == {\"mtu\"}, d' %s/only.json", fx) == 0,
+	      "--only");
+	/* strixpeerctl's own -j -p reach doctor: indented JSON */
+	CHECK(sh("%s -j -p doctor --only mtu --sysroot %s/mtu-1500 | grep -q '^  \"checks\": \\['",
+		 ctl, fx) == 0, "global -j -p");
+	/* --only leaves the node facts --compare needs */
+	CHECK(sh("%s doctor -j --only mtu --sysroot %s/healthy | python3 -c 'import json,sys; "
+		 "n=json.load(sys.stdin)[\"node\"]; assert n[\"module\"] and n[\"library\"] and "
+		 "n[\"peer_client_name\"] == \"amdkfd\" and n[\"peer_clients\"] == \"amdkfd\", n'",
+		 ctl, fx) == 0, "node facts");
+}
+
+static void cli_bad_input(void)
+{
+	CHECK(sh("%s doctor --sysroot /nonexistent/x 2>&1 | grep -q 'sysroot /nonexistent/x: No such file'",
+		 ctl) == 0, "message");
+	CHECK(sh("%s doctor --sysroot /nonexistent/x > /dev/null 2>&1", ctl) == 3, "bad sysroot exit");
+	CHECK(sh("%s doctor --sysroot VERSION 2>&1 | grep -q 'Not a directory'", ctl) == 0,
+	      "a file as sysroot");
+	CHECK(sh("%s doctor --only bogus > /dev/null 2>&1", ctl) == 3, "bad --only");
+	CHECK(sh("%s doctor --bogus > /dev/null 2>&1", ctl) == 3, "bad option");
+	CHECK(sh("%s doctor extra > /dev/null 2>&1", ctl) == 3, "stray argument");
+	CHECK(sh("%s doctor --rdma-test --size 0 > /dev/null 2>&1", ctl) == 3, "bad --size");
+	CHECK(sh("%s doctor --serve --compare a b > /dev/null 2>&1", ctl) == 3, "exclusive");
+	/* --rdma-test under a sysroot is refused as a SKIP, not attempted */
+	CHECK(sh("%s doctor -j --rdma-test --only rdma --sysroot %s/healthy | grep -q "
+		 "'\"id\":\"rdmatest.loopback\".*\"status\":\"SKIP\"'", ctl, fx) == 0, "rdma-test");
+}
+
+static void cli_compare(void)
+{
+	/* an MTU mismatch between two nodes is a FAIL */
+	CHECK(sh("%s doctor -j --sysroot %s/mtu-1500 > %s/a.json; "
+		 "%s doctor -j --sysroot %s/mtu-9000 > %s/b.json; "
+		 "%s doctor -j --compare %s/a.json %s/b.json > %s/cmp.json",
+		 ctl, fx, fx, ctl, fx, fx, ctl, fx, fx, fx) == 2, "compare exit");
+	CHECK(sh("python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+		 "m=[c for c in d[\"checks\"] if c[\"id\"] == \"compare.mtu\"][0]; "
+		 "assert m[\"status\"] == \"FAIL\" and \"1024\" in m[\"summary\"] and \"4096\" in m[\"summary\"], m; "
+		 "assert \"mtu 9000\" in m[\"advice\"], m' %s/cmp.json", fx) == 0, "compare.mtu");
+	CHECK(sh("%s doctor --compare %s/a.json %s/b.json | grep -q '^FAIL  compare.mtu'",
+		 ctl, fx, fx) == 0, "text");
+	/* the same MTU everywhere: no MTU finding */
+	CHECK(sh("%s doctor -j --sysroot %s/healthy > %s/c.json; "
+		 "%s doctor -j --compare %s/b.json %s/c.json | grep -q "
+		 "'\"id\":\"compare.mtu\",\"check\":\"compare\",\"subject\":\"\",\"status\":\"PASS\"'",
+		 ctl, fx, fx, ctl, fx, fx) == 0, "same mtu");
+	/* different kernels: a WARN naming both */
+	CHECK(sh("%s doctor -j --sysroot %s/strix-6.12 > %s/d.json; "
+		 "%s doctor --compare %s/c.json %s/d.json | grep -q '^WARN  compare.kernel.*6.12.38'",
+		 ctl, fx, fx, ctl, fx, fx) == 0, "kernels");
+	/* bad reports: a clear error, exit 3 */
+	CHECK(sh("echo '{\"node\": {}, \"checks\": [' > %s/bad.json; "
+		 "%s doctor --compare %s/a.json %s/bad.json 2>&1 | grep -q 'bad.json: not JSON: line 2'",
+		 fx, ctl, fx, fx) == 0, "truncated JSON");
+	CHECK(sh("%s doctor --compare %s/a.json %s/bad.json > /dev/null 2>&1", ctl, fx, fx) == 3,
+	      "exit");
+	CHECK(sh("echo '[1,2]' > %s/arr.json; %s doctor --compare %s/a.json %s/arr.json 2>&1 | "
+		 "grep -q 'not a report'", fx, ctl, fx, fx) == 0, "not a report");
+	CHECK(sh("%s doctor --compare %s/a.json > /dev/null 2>&1", ctl, fx) == 3, "one report");
+	CHECK(sh("%s doctor --compare %s/a.json /nonexistent.json > /dev/null 2>&1", ctl, fx) == 3,
+	      "missing");
+}
+
+static void cli_valgrind_clean(void)
+{
+	if (sh("command -v valgrind > /dev/null") != 0)
+		SKIP("valgrind not installed");
+	CHECK(sh("valgrind -q --error-exitcode=99 --suppressions=tests/doctor/valgrind.supp --leak-check=full --errors-for-leak-kinds=definite "
+		 "%s doctor --sysroot %s/broken > /dev/null 2> %s/vg1.txt", ctl, fx, fx) != 99,
+	      "valgrind: see %s/vg1.txt", fx);
+	CHECK(sh("valgrind -q --error-exitcode=99 --suppressions=tests/doctor/valgrind.supp --leak-check=full --errors-for-leak-kinds=definite "
+		 "%s doctor -j --compare %s/a.json %s/b.json > /dev/null 2> %s/vg2.txt", ctl, fx, fx,
+		 fx) != 99, "valgrind: see %s/vg2.txt", fx);
+	/* the live system of the build host (no RDMA device there, usually) */
+	CHECK(sh("valgrind -q --error-exitcode=99 --suppressions=tests/doctor/valgrind.supp --leak-check=full --errors-for-leak-kinds=definite "
+		 "%s doctor > /dev/null 2> %s/vg3.txt", ctl, fx) != 99, "valgrind: see %s/vg3.txt",
+	      fx);
+}
+
+static const struct tap_case cases[] = {
+	TAP_CASE(healthy_two_port_node_all_pass),
+	TAP_CASE(connectx3_x4_behind_oculink),
+	TAP_CASE(pcie_switch_uplink_is_the_bottleneck),
+	TAP_CASE(pcie_downgraded_but_enough_is_info),
+	TAP_CASE(ib_port_init_without_sm),
+	TAP_CASE(ib_port_polling_no_cable),
+	TAP_CASE(roce_mtu_1500_warns),
+	TAP_CASE(roce_mtu_9000_passes),
+	TAP_CASE(mtu_overhead_rxe_80_hw_96),
+	TAP_CASE(memlock_64k_fails),
+	TAP_CASE(memlock_unlimited_passes),
+	TAP_CASE(strix_halo_on_6_12_too_old),
+	TAP_CASE(strix_halo_96g_carveout),
+	TAP_CASE(other_apu_carveout),
+	TAP_CASE(amdgpu_gttsize_deprecated),
+	TAP_CASE(amd_iommu_off_warns),
+	TAP_CASE(peer_client_named_strixpeer),
+	TAP_CASE(peer_client_named_amdkfd),
+	TAP_CASE(peer_client_clash_with_rocm),
+	TAP_CASE(rxe_over_one_lane_thunderbolt),
+	TAP_CASE(rxe_on_down_netdev_fails),
+	TAP_CASE(module_missing_fails_with_advice),
+	TAP_CASE(kernel_update_without_dkms_build),
+	TAP_CASE(device_node_0600_refuses_users),
+	TAP_CASE(counters_symbol_errors_growing_warn),
+	TAP_CASE(counters_sequence_errors_growing_warn),
+	TAP_CASE(counters_link_downed_growing_fail),
+	TAP_CASE(counters_saturated_fail),
+	TAP_CASE(counters_unchanged_pass),
+	TAP_CASE(broken_attributes_skip_never_crash),
+	TAP_CASE(only_selects_checks),
+	TAP_CASE_T(cli_json_valid_for_every_fixture, 180),
+	TAP_CASE(cli_exit_codes_and_text),
+	TAP_CASE(cli_bad_input),
+	TAP_CASE(cli_compare),
+	TAP_CASE_T(cli_valgrind_clean, 300),
+};
+
+int main(int argc, char **argv)
+{
+	char cmd[PATH_MAX + 64];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc > 1)
+		snprintf(fx, sizeof(fx), "%s", argv[1]);
+	snprintf(cmd, sizeof(cmd), "tests/doctor/mkfixtures.sh '%s' > /dev/null", fx);
+	if (system(cmd) != 0) {
+		printf("TAP version 13\n1..0 # SKIP could not generate the fixtures (%s)\n", cmd);
+		return 1;
+	}
+	return tap_run(cases, sizeof(cases) / sizeof(cases[0]));
+}

@@ -1,0 +1,333 @@
+#!/bin/bash
+# Generates the fake node trees strixpeerctl doctor is tested against
+# (tests/doctor/doctor-test.c), one per situation, in the formats the kernel
+# uses (see ../shared/notes/doctor-facts.md):
+#
+#   mkfixtures.sh OUTDIR
+#
+# Each tree is what --sysroot points at: /sys (class links resolved through
+# relative symlinks into /sys/devices, as sysfs does), /proc, /dev, /etc,
+# /lib/modules with a depmod index (a stand-in strixpeer.ko: an object file
+# with a .modinfo section, which is all depmod and libkmod read). Not
+# reproduced: attributes whose read fails with EINVAL (a directory in the
+# file's place gives a read error instead), device nodes (plain files with
+# the same mode), and anything only a live system answers (the verbs
+# device, netlink, the ABI handshake).
+set -eu
+
+out=${1:?usage: mkfixtures.sh OUTDIR}
+here=$(cd "$(dirname "$0")" && pwd)
+version=$(cat "$here/../../VERSION")
+PATH=$PATH:/sbin:/usr/sbin
+rm -rf "$out"
+mkdir -p "$out"
+gid=$(id -g)
+
+w() {	# w FILE CONTENT...: write a file, creating its directory
+	mkdir -p "$(dirname "$1")"
+	local f=$1
+	shift
+	printf '%s\n' "$@" > "$f"
+}
+
+# A healthy Strix Halo node without NICs: proc, memory, GPU, strixpeer.
+base() {	# base ROOT [KERNEL]
+	local r=$1 k=${2:-6.18.4-amd64}
+	w "$r/proc/sys/kernel/osrelease" "$k"
+	w "$r/proc/sys/kernel/hostname" "$(basename "$r")"
+	w "$r/proc/cmdline" "BOOT_IMAGE=/vmlinuz-$k root=/dev/nvme0n1p2 ro iommu=pt quiet"
+	w "$r/proc/self/limits" \
+		"Limit                     Soft Limit           Hard Limit           Units     " \
+		"Max cpu time              unlimited            unlimited            seconds   " \
+		"Max locked memory         unlimited            unlimited            bytes     " \
+		"Max open files            1024                 524288               files     "
+	w "$r/proc/self/status" "Name:	strixpeerctl" "Uid:	1000	1000	1000	1000" \
+		"Gid:	1000	1000	1000	1000" "Groups:	24 $gid 1000 " \
+		"CapEff:	0000000000000000"
+	w "$r/proc/meminfo" "MemTotal:       131072000 kB" "MemFree:        120000000 kB" \
+		"HugePages_Total:       0" "HugePages_Free:        0" "HugePages_Rsvd:        0" \
+		"Hugepagesize:       2048 kB"
+	w "$r/proc/buddyinfo" \
+		"Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1      3 " \
+		"Node 0, zone   Normal   4794   4452   2591   1939   1186   1251    672    355    196    113  27335 "
+	w "$r/proc/kallsyms" "ffffffff81000000 T _stext" "ffffffff81000100 t ib_register_peer_memory_client"
+	w "$r/sys/kernel/mm/transparent_hugepage/enabled" "always [madvise] never"
+	w "$r/sys/devices/system/node/online" "0"
+	w "$r/sys/devices/system/node/node0/cpulist" "0-31"
+	w "$r/etc/group" "root:x:0:" "rdma:x:$gid:user"
+	w "$r/etc/systemd/system.conf" "[Manager]" "DefaultLimitMEMLOCK=infinity"
+	mkdir -p "$r/sys/class/net" "$r/sys/class/infiniband" "$r/sys/bus/pci/devices"
+	strixpeer "$r" "$k" strixpeer
+	gpu "$r" 1586 $((512 << 20)) $((100 << 30)) 26214400
+}
+
+# strixpeer loaded (client NAME registered), installed for kernel K.
+strixpeer() {	# strixpeer ROOT KERNEL CLIENT_NAME
+	local r=$1 k=$2
+	w "$r/sys/module/strixpeer/version" "$version"
+	w "$r/sys/module/strixpeer/srcversion" "0123456789ABCDEF0123456"
+	w "$r/sys/module/strixpeer/initstate" "live"
+	w "$r/sys/module/strixpeer/parameters/peer_client_name" "$3"
+	w "$r/sys/module/strixpeer/parameters/peerdirect" "Y"
+	w "$r/sys/kernel/mm/memory_peers/$3/version" "$version"
+	w "$r/dev/strixpeer" ""
+	chmod 0660 "$r/dev/strixpeer"
+	mkdir -p "$r/var/lib/dkms/strixpeer/$version"
+	install_module "$r" "$k"
+}
+
+install_module() {	# install_module ROOT KERNEL [VERSION]
+	local r=$1 k=$2 v=${3:-$version} d
+	d=$r/lib/modules/$k
+	mkdir -p "$d/kernel" "$d/updates/dkms" "$d/build"
+	printf '__attribute__((section(".modinfo"), used)) static const char m[] = "version=%s\\0license=GPL\\0srcversion=0123456789ABCDEF0123456\\0name=strixpeer\\0vermagic=%s SMP mod_unload\\0";\n' \
+		"$v" "$k" > "$out/.modinfo.c"
+	cc -c -o "$d/updates/dkms/strixpeer.ko" "$out/.modinfo.c"
+	depmod -b "$r" "$k" 2> /dev/null
+}
+
+kernel_without_module() {	# kernel_without_module ROOT KERNEL [headers]
+	local d=$1/lib/modules/$2
+	mkdir -p "$d/kernel"
+	[ -z "${3:-}" ] || mkdir -p "$d/build"
+	depmod -b "$1" "$2" 2> /dev/null
+}
+
+# A PCI function at PATH (below /sys/devices), linked from /sys/bus/pci/devices.
+pci() {	# pci ROOT PATH VENDOR DEVICE CLASS CUR_GT CUR_W MAX_GT MAX_W [NUMA]
+	local r=$1 p=$2 d bdf
+	d=$r/sys/devices/$p
+	bdf=$(basename "$p")
+	w "$d/vendor" "0x$3"
+	w "$d/device" "0x$4"
+	w "$d/class" "0x$5"
+	w "$d/current_link_speed" "$6 GT/s PCIe"
+	w "$d/current_link_width" "$7"
+	w "$d/max_link_speed" "$8 GT/s PCIe"
+	w "$d/max_link_width" "$9"
+	w "$d/numa_node" "${10:--1}"
+	mkdir -p "$r/sys/bus/pci/devices"
+	ln -sfn "../../../devices/$p" "$r/sys/bus/pci/devices/$bdf"
+}
+
+gpu() {	# gpu ROOT DEVICE VRAM GTT PAGES_LIMIT
+	local r=$1 p=pci0000:00/0000:00:08.1/0000:c5:00.0
+	pci "$r" pci0000:00/0000:00:08.1 1022 14eb 060400 16.0 16 16.0 16
+	pci "$r" "$p" 1002 "$2" 038000 16.0 16 16.0 16
+	w "$r/sys/devices/$p/mem_info_vram_total" "$3"
+	w "$r/sys/devices/$p/mem_info_gtt_total" "$4"
+	w "$r/sys/module/ttm/parameters/pages_limit" "$5"
+	mkdir -p "$r/sys/bus/pci/drivers/amdgpu"
+	ln -sfn ../../../bus/pci/drivers/amdgpu "$r/sys/devices/$p/driver"
+	w "$r/dev/kfd" ""
+}
+
+# An RDMA device on a PCI function.
+ibdev() {	# ibdev ROOT NAME PCIPATH FW HCA
+	local r=$1 d=$1/sys/devices/$3/infiniband/$2
+	mkdir -p "$d/ports"
+	ln -sfn "../../devices/$3/infiniband/$2" "$r/sys/class/infiniband/$2"
+	ln -sfn ../.. "$d/device"
+	w "$d/fw_ver" "$4"
+	w "$d/hca_type" "$5"
+	w "$d/node_type" "1: CA"
+}
+
+port() {	# port ROOT DEV N STATE PHYS RATE LINK_LAYER [LID SM_LID]
+	local p=$1/sys/class/infiniband/$2/ports/$3
+	w "$p/state" "$4"
+	w "$p/phys_state" "$5"
+	w "$p/rate" "$6"
+	w "$p/link_layer" "$7"
+	w "$p/lid" "${8:-0x0}"
+	w "$p/sm_lid" "${9:-0x0}"
+	w "$p/gids/0" "fe80:0000:0000:0000:0202:c9ff:fe00:0001"
+	w "$p/gid_attrs/types/0" "IB/RoCE v1"
+	w "$p/counters/symbol_error" "0"
+	w "$p/counters/link_downed" "0"
+	w "$p/counters/link_error_recovery" "0"
+	w "$p/counters/port_rcv_errors" "0"
+	w "$p/counters/port_xmit_discards" "0"
+}
+
+roce() {	# roce ROOT DEV N NETDEV IPv4-HEX(c612:0001)
+	local p=$1/sys/class/infiniband/$2/ports/$3
+	w "$p/gid_attrs/ndevs/0" "$4"
+	w "$p/gid_attrs/ndevs/1" "$4"
+	w "$p/gids/1" "0000:0000:0000:0000:0000:ffff:$5"
+	w "$p/gid_attrs/types/1" "RoCE v2"
+	mkdir -p "$p/hw_counters"
+	w "$p/hw_counters/out_of_sequence" "0"
+	w "$p/hw_counters/packet_seq_err" "0"
+}
+
+netdev() {	# netdev ROOT NAME MTU [OPERSTATE CARRIER]
+	local d=$1/sys/class/net/$2
+	w "$d/mtu" "$3"
+	w "$d/operstate" "${4:-up}"
+	w "$d/carrier" "${5:-1}"
+}
+
+# Soft-RoCE device NAME on NETDEV.
+rxe() {	# rxe ROOT NAME NETDEV STATE PHYS
+	local d=$1/sys/devices/virtual/infiniband/$2
+	mkdir -p "$d/ports"
+	ln -sfn "../../devices/virtual/infiniband/$2" "$1/sys/class/infiniband/$2"
+	w "$d/parent" "$3"
+	w "$d/fw_ver" "0.0.0"
+	w "$d/node_type" "1: CA"
+	local p=$d/ports/1
+	w "$p/state" "$4"
+	w "$p/phys_state" "$5"
+	w "$p/rate" "2.5 Gb/sec (1X SDR)"
+	w "$p/link_layer" "Ethernet"
+	w "$p/gids/0" "fe80:0000:0000:0000:0000:00ff:fe00:0001"
+	w "$p/gid_attrs/types/0" "RoCE v2"
+	w "$p/gids/1" "0000:0000:0000:0000:0000:ffff:c612:0001"
+	w "$p/gid_attrs/types/1" "RoCE v2"
+	w "$p/gid_attrs/ndevs/0" "$3"
+	mkdir -p "$p/hw_counters"
+	w "$p/hw_counters/link_downed" "0"
+	w "$p/hw_counters/rcvd_seq_err" "0"
+	w "$p/hw_counters/sent_pkts" "1000"
+}
+
+# A dual-port 25 GbE ConnectX-4 Lx in a x8 Gen3 slot, MTU $2 (default 9000).
+cx4() {	# cx4 ROOT [MTU]
+	local r=$1 mtu=${2:-9000} f
+	pci "$r" pci0000:00/0000:00:01.1 1022 14ed 060400 8.0 8 8.0 8
+	for f in 0 1; do
+		pci "$r" "pci0000:00/0000:00:01.1/0000:01:00.$f" 15b3 1015 020000 8.0 8 8.0 8 0
+		ibdev "$r" "mlx5_$f" "pci0000:00/0000:00:01.1/0000:01:00.$f" 14.32.1010 MT4117
+		port "$r" "mlx5_$f" 1 "4: ACTIVE" "5: LinkUp" "25 Gb/sec (1X EDR)" Ethernet
+		roce "$r" "mlx5_$f" 1 "enp1s0f${f}np$f" "c612:000$((f + 1))"
+		netdev "$r" "enp1s0f${f}np$f" "$mtu"
+		mkdir -p "$r/sys/kernel/iommu_groups/1$f"
+		ln -sfn "../../../kernel/iommu_groups/1$f" \
+			"$r/sys/devices/pci0000:00/0000:00:01.1/0000:01:00.$f/iommu_group"
+		w "$r/sys/kernel/iommu_groups/1$f/type" "identity"
+	done
+	mkdir -p "$r/sys/class/iommu/ivhd0"
+}
+
+# A ConnectX-3 (Gen3 x8 card, 56 Gb/s FDR InfiniBand) behind ROOT_PORT.
+cx3() {	# cx3 ROOT ROOT_PORT_MAX_W CUR_W STATE PHYS SM_LID
+	local r=$1 rp=pci0000:00/0000:00:01.2 dev
+	dev=$rp/0000:03:00.0
+	pci "$r" "$rp" 1022 14ee 060400 8.0 "$3" 8.0 "$2"
+	pci "$r" "$dev" 15b3 1003 028000 8.0 "$3" 8.0 8 0
+	ibdev "$r" mlx4_0 "$dev" 2.42.5000 MT4099
+	port "$r" mlx4_0 1 "$4" "$5" "56 Gb/sec (4X FDR)" InfiniBand 0x2 "$6"
+	w "$r/sys/devices/$dev/net/ib0/dev_port" "0"
+	netdev "$r" ib0 2044
+	w "$r/sys/class/net/ib0/mode" "datagram"
+}
+
+f=$out/healthy;		base "$f"; cx4 "$f"
+install_module "$f" 6.18.3-amd64	# an older kernel, also covered
+strixpeer "$f" 6.18.4-amd64 amdkfd; rm -rf "$f/sys/kernel/mm/memory_peers/strixpeer"
+
+f=$out/oculink-cx3;	base "$f"; cx3 "$f" 4 4 "4: ACTIVE" "5: LinkUp" 0x1
+# a x8 NIC below a PCIe switch whose uplink trained x4 (8.0 GT/s): 31.5 < 40 Gb/s
+f=$out/pcie-switch;	base "$f"
+sw=pci0000:00/0000:00:01.3/0000:10:00.0/0000:11:01.0
+pci "$f" pci0000:00/0000:00:01.3 1022 14ee 060400 8.0 4 8.0 16
+pci "$f" pci0000:00/0000:00:01.3/0000:10:00.0 10b5 8747 060400 8.0 4 8.0 16
+pci "$f" "$sw" 10b5 8747 060400 8.0 8 8.0 16
+pci "$f" "$sw/0000:12:00.0" 15b3 1015 020000 8.0 8 8.0 8 0
+ibdev "$f" mlx5_0 "$sw/0000:12:00.0" 14.32.1010 MT4117
+port "$f" mlx5_0 1 "4: ACTIVE" "5: LinkUp" "40 Gb/sec (4X QDR)" Ethernet
+roce "$f" mlx5_0 1 eth0 c612:0001; netdev "$f" eth0 9000
+# a 25 GbE card trained x4 of x8: downgraded, still faster than its port
+f=$out/pcie-enough;	base "$f"
+pci "$f" pci0000:00/0000:00:01.1 1022 14ed 060400 8.0 4 8.0 8
+pci "$f" pci0000:00/0000:00:01.1/0000:01:00.0 15b3 1015 020000 8.0 4 8.0 8 0
+ibdev "$f" mlx5_0 pci0000:00/0000:00:01.1/0000:01:00.0 14.32.1010 MT4117
+port "$f" mlx5_0 1 "4: ACTIVE" "5: LinkUp" "25 Gb/sec (1X EDR)" Ethernet
+roce "$f" mlx5_0 1 eth0 c612:0001; netdev "$f" eth0 9000
+
+f=$out/ib-no-sm;	base "$f"; cx3 "$f" 8 8 "2: INIT" "5: LinkUp" 0x0
+f=$out/ib-polling;	base "$f"; cx3 "$f" 8 8 "1: DOWN" "2: Polling" 0x0
+f=$out/mtu-1500;	base "$f"; cx4 "$f" 1500
+f=$out/mtu-9000;	base "$f"; cx4 "$f" 9000
+# 4176 is exactly enough for Soft-RoCE's 4096, not for hardware RoCE's
+f=$out/mtu-edge;	base "$f"; cx4 "$f" 4176; netdev "$f" veth0 4176
+rxe "$f" rxe0 veth0 "4: ACTIVE" "5: LinkUp"
+
+f=$out/memlock-64k;	base "$f"
+sed -i 's/^Max locked memory .*/Max locked memory         65536                65536                bytes     /' \
+	"$f/proc/self/limits"
+f=$out/memlock-unlimited; base "$f"
+
+f=$out/strix-6.12;	base "$f" 6.12.38+deb13-amd64
+f=$out/strix-96g;	base "$f"
+w "$f/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0/mem_info_vram_total" $((96 << 30))
+f=$out/phoenix-8g;	base "$f"	# another APU: the carve-out rule, no gfx1151 rule
+w "$f/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0/device" "0x15bf"
+w "$f/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0/mem_info_vram_total" $((8 << 30))
+f=$out/gttsize;		base "$f"
+w "$f/proc/cmdline" "BOOT_IMAGE=/vmlinuz root=/dev/sda1 amdgpu.gttsize=65536 ttm.pages_limit=26214400"
+w "$f/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0/mem_info_gtt_total" $((64 << 30))
+f=$out/amd-iommu-off;	base "$f"; cx4 "$f"
+w "$f/proc/cmdline" "BOOT_IMAGE=/vmlinuz root=/dev/sda1 amd_iommu=off"
+rm -rf "$f/sys/class/iommu/ivhd0"
+
+f=$out/peer-strixpeer;	base "$f"		# registered as "strixpeer": RCCL misses it
+f=$out/peer-amdkfd;	base "$f"; strixpeer "$f" 6.18.4-amd64 amdkfd
+rm -rf "$f/sys/kernel/mm/memory_peers/strixpeer"
+f=$out/peer-clash;	base "$f"; strixpeer "$f" 6.18.4-amd64 amdkfd
+rm -rf "$f/sys/kernel/mm/memory_peers/strixpeer"
+w "$f/sys/kernel/mm/memory_peers/amdkfd/version" "1.0"	# ROCm's own
+
+# rxe on a one-lane USB4 link to another host (XDomain 0-1, service 0-1.0)
+f=$out/tb-one-lane;	base "$f"
+xd=$f/sys/devices/pci0000:00/0000:00:0d.3/domain0/0-0/0-1
+w "$xd/rx_lanes" "1"; w "$xd/tx_lanes" "1"
+w "$xd/rx_speed" "20.0 Gb/s"; w "$xd/tx_speed" "20.0 Gb/s"
+mkdir -p "$xd/0-1.0/net/thunderbolt0" "$f/sys/bus/thunderbolt"
+w "$xd/0-1.0/key" "network"
+ln -sfn ../../../../../../../bus/thunderbolt "$xd/0-1.0/subsystem"
+netdev "$f" thunderbolt0 65522
+ln -sfn "../../../devices/pci0000:00/0000:00:0d.3/domain0/0-0/0-1/0-1.0" \
+	"$f/sys/class/net/thunderbolt0/device"
+rxe "$f" rxe_tb0 thunderbolt0 "4: ACTIVE" "5: LinkUp"
+# a second USB4 link, its netdev renamed by udev, without Soft-RoCE
+mkdir -p "$xd/../0-3/0-3.0"
+ln -sfn ../../../../../../../bus/thunderbolt "$xd/../0-3/0-3.0/subsystem"
+netdev "$f" usb4net1 65522
+ln -sfn "../../../devices/pci0000:00/0000:00:0d.3/domain0/0-0/0-3/0-3.0" \
+	"$f/sys/class/net/usb4net1/device"
+
+# strixpeer missing, or missing for a kernel installed since
+f=$out/no-module;	base "$f"
+rm -rf "$f/sys/module/strixpeer" "$f/dev/strixpeer" "$f/lib/modules" "$f/var/lib/dkms"
+kernel_without_module "$f" 6.18.4-amd64
+f=$out/kernel-update;	base "$f"; kernel_without_module "$f" 6.18.5-amd64
+f=$out/kernel-update-noheaders;	base "$f"; kernel_without_module "$f" 6.18.5-amd64
+rm -rf "$f/var/lib/dkms"
+f=$out/dev-0600;	base "$f"; chmod 0600 "$f/dev/strixpeer"
+f=$out/rxe-down;	base "$f"; netdev "$f" veth0 1500 down 0
+rxe "$f" rxe0 veth0 "1: DOWN" "3: Disabled"
+
+# Unreadable, garbage and huge attributes: SKIP/INFO, never a crash
+f=$out/broken;		base "$f"; cx4 "$f"
+w "$f/sys/class/infiniband/mlx5_0/ports/1/state" "garbage"
+rm -f "$f/sys/class/infiniband/mlx5_1/ports/1/gid_attrs/ndevs/0"
+mkdir -p "$f/sys/class/infiniband/mlx5_1/ports/1/gid_attrs/ndevs/0"	# read fails
+head -c 1048576 /dev/zero | tr '\0' 'x' > "$f/sys/class/infiniband/mlx5_1/ports/1/rate"
+mkdir -p "$f/sys/class/infiniband/mlx5_1/ports/notaport"
+w "$f/sys/devices/pci0000:00/0000:00:01.1/0000:01:00.1/current_link_width" "x8?"
+w "$f/sys/class/infiniband/mlx5_1/ports/1/counters/symbol_error" "N/A (no PMA)"
+rm -f "$f/proc/self/limits" "$f/proc/buddyinfo"
+yes "garbage line without a colon" | head -c 2000000 > "$f/proc/meminfo"
+head -c 100000 /dev/zero | tr '\0' 'a' > "$f/proc/cmdline"
+w "$f/sys/devices/system/node/online" "zero"
+w "$f/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0/mem_info_vram_total" "lots"
+w "$f/sys/module/ttm/parameters/pages_limit" "-5"
+printf '14.1\033[2J\033]0;owned\007\n' > "$f/sys/class/infiniband/mlx5_1/fw_ver"	# escapes
+printf 'a\0b\n' > "$f/sys/class/net/enp1s0f0np0/mtu"
+mkfifo "$f/proc/sys/kernel/hostname.fifo" 2> /dev/null || true
+rm -f "$f/proc/sys/kernel/hostname"
+ln -s hostname.fifo "$f/proc/sys/kernel/hostname"	# a FIFO never blocks doctor
+rm -f "$out/.modinfo.c"
+ls "$out"

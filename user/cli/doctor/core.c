@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: MIT
+/*
+ * strixpeerctl doctor: the context, the results and their values.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "doctor.h"
+#include "strixpeer.h"
+
+const char *const dr_check_names[DR_C_RDMATEST + 1] = {
+	[DR_C_RDMA] = "rdma",
+	[DR_C_PCIE] = "pcie",
+	[DR_C_MTU] = "mtu",
+	[DR_C_MEMORY] = "memory",
+	[DR_C_NUMA] = "numa",
+	[DR_C_IOMMU] = "iommu",
+	[DR_C_GPU] = "gpu",
+	[DR_C_GPUDIRECT] = "gpudirect",
+	[DR_C_THUNDERBOLT] = "thunderbolt",
+	[DR_C_COUNTERS] = "counters",
+	[DR_C_STRIXPEER] = "strixpeer",
+	[DR_C_COMPARE] = "compare",
+	[DR_C_RDMATEST] = "rdmatest",
+};
+
+static const char *const status_names[DR_NSTATUS] = {
+	[DR_PASS] = "PASS", [DR_INFO] = "INFO", [DR_SKIP] = "SKIP",
+	[DR_WARN] = "WARN", [DR_FAIL] = "FAIL",
+};
+
+void *dr_alloc(size_t n)
+{
+	void *p = calloc(1, n ? n : 1);
+
+	if (!p) {
+		fputs("strixpeerctl doctor: out of memory\n", stderr);
+		exit(DR_EXIT_USAGE);
+	}
+	return p;
+}
+
+char *dr_strdup(const char *s)
+{
+	size_t n = strlen(s ? s : "") + 1;
+	char *p = dr_alloc(n);
+
+	memcpy(p, s ? s : "", n);
+	return p;
+}
+
+static char *dr_vasprintf(const char *fmt, va_list ap)
+{
+	char *s;
+
+	if (vasprintf(&s, fmt, ap) < 0) {
+		fputs("strixpeerctl doctor: out of memory\n", stderr);
+		exit(DR_EXIT_USAGE);
+	}
+	return s;
+}
+
+char *dr_asprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	s = dr_vasprintf(fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+void dr_ctx_init(struct dr_ctx *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->live = true;
+	c->interval_ms = 1000;
+	c->node.check = "node";
+	c->node.id = dr_strdup("node");
+	c->node.subject = dr_strdup("");
+}
+
+/*
+ * Every path the checks read is sysroot + an absolute path. "/" (or a path
+ * that resolves to it) means the running system, and only then do the live
+ * probes run.
+ */
+int dr_ctx_set_sysroot(struct dr_ctx *c, const char *sysroot)
+{
+	char real[PATH_MAX];
+	struct stat st;
+
+	if (!realpath(sysroot, real) || stat(real, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (access(real, R_OK | X_OK) < 0)
+		return -errno;
+	if (!strcmp(real, "/")) {
+		c->sysroot[0] = '\0';
+		c->live = true;
+		return 0;
+	}
+	if (strlen(real) >= sizeof(c->sysroot) - 256)
+		return -ENAMETOOLONG;
+	strcpy(c->sysroot, real);
+	c->live = false;
+	return 0;
+}
+
+static void result_free(struct dr_result *r)
+{
+	for (size_t i = 0; i < r->nvals; i++) {
+		free(r->vals[i].key);
+		free(r->vals[i].s);
+	}
+	free(r->vals);
+	free(r->id);
+	free(r->subject);
+	free(r->summary);
+	free(r->advice);
+}
+
+void dr_ctx_free(struct dr_ctx *c)
+{
+	for (size_t i = 0; i < c->nres; i++)
+		result_free(&c->res[i]);
+	result_free(&c->node);
+	free(c->res);
+	free(c->ports);
+	c->res = NULL;
+	c->ports = NULL;
+	c->nres = c->cap = c->nports = 0;
+}
+
+bool dr_want(const struct dr_ctx *c, enum dr_check check)
+{
+	return !c->only || (c->only & (1U << check));
+}
+
+/* "rdma,mtu": the checks' bits; -EINVAL on an unknown name. */
+int dr_parse_only(const char *list, unsigned int *mask)
+{
+	char *copy = dr_strdup(list), *save = NULL, *w;
+	int ret = 0;
+
+	*mask = 0;
+	for (w = strtok_r(copy, ", ", &save); w; w = strtok_r(NULL, ", ", &save)) {
+		int i;
+
+		for (i = 0; i < DR_NCHECKS; i++)
+			if (!strcmp(w, dr_check_names[i]))
+				break;
+		if (i == DR_NCHECKS) {
+			ret = -EINVAL;
+			break;
+		}
+		*mask |= 1U << i;
+	}
+	free(copy);
+	if (!ret && !*mask)
+		ret = -EINVAL;
+	return ret;
+}
+
+struct dr_result *dr_add(struct dr_ctx *c, enum dr_check check, const char *what,
+			 const char *subject, enum dr_status st, const char *fmt, ...)
+{
+	struct dr_result *r;
+	va_list ap;
+
+	if (c->nres == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 32;
+		struct dr_result *n = realloc(c->res, cap * sizeof(*n));
+
+		if (!n) {
+			fputs("strixpeerctl doctor: out of memory\n", stderr);
+			exit(DR_EXIT_USAGE);
+		}
+		c->res = n;
+		c->cap = cap;
+	}
+	r = &c->res[c->nres++];
+	memset(r, 0, sizeof(*r));
+	r->check = dr_check_names[check];
+	r->id = dr_asprintf("%s.%s", r->check, what);
+	r->subject = dr_strdup(subject ? subject : "");
+	r->status = st;
+	va_start(ap, fmt);
+	r->summary = dr_vasprintf(fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+/* Replaces the summary; the format may use the old one. */
+void dr_set_summary(struct dr_result *r, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	s = dr_vasprintf(fmt, ap);
+	va_end(ap);
+	free(r->summary);
+	r->summary = s;
+}
+
+/* Advice accumulates: a second call appends after "; ". */
+void dr_advise(struct dr_result *r, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	s = dr_vasprintf(fmt, ap);
+	va_end(ap);
+	if (r->advice) {
+		char *both = dr_asprintf("%s; %s", r->advice, s);
+
+		free(r->advice);
+		free(s);
+		s = both;
+	}
+	r->advice = s;
+}
+
+void dr_raise(struct dr_result *r, enum dr_status st)
+{
+	if (st > r->status)
+		r->status = st;
+}
+
+static struct dr_val *val_new(struct dr_result *r, const char *key, enum dr_vtype t)
+{
+	struct dr_val *v;
+
+	/* a key set again replaces its value */
+	for (size_t i = 0; i < r->nvals; i++) {
+		if (!strcmp(r->vals[i].key, key)) {
+			v = &r->vals[i];
+			free(v->s);
+			v->s = NULL;
+			v->type = t;
+			return v;
+		}
+	}
+	v = realloc(r->vals, (r->nvals + 1) * sizeof(*v));
+	if (!v) {
+		fputs("strixpeerctl doctor: out of memory\n", stderr);
+		exit(DR_EXIT_USAGE);
+	}
+	r->vals = v;
+	v = &r->vals[r->nvals++];
+	memset(v, 0, sizeof(*v));
+	v->key = dr_strdup(key);
+	v->type = t;
+	return v;
+}
+
+void dr_str(struct dr_result *r, const char *key, const char *val)
+{
+	val_new(r, key, DR_V_STR)->s = dr_strdup(val);
+}
+
+void dr_int(struct dr_result *r, const char *key, int64_t v)
+{
+	val_new(r, key, DR_V_INT)->i = v;
+}
+
+void dr_bool(struct dr_result *r, const char *key, bool v)
+{
+	val_new(r, key, DR_V_BOOL)->i = v;
+}
+
+const struct dr_val *dr_get(const struct dr_result *r, const char *key)
+{
+	for (size_t i = 0; i < r->nvals; i++)
+		if (!strcmp(r->vals[i].key, key))
+			return &r->vals[i];
+	return NULL;
+}
+
+const char *dr_status_name(enum dr_status st)
+{
+	return st < DR_NSTATUS ? status_names[st] : "?";
+}
+
+int dr_status_from_name(const char *name)
+{
+	for (int i = 0; i < DR_NSTATUS; i++)
+		if (name && !strcmp(name, status_names[i]))
+			return i;
+	return -1;
+}
+
+/* 0 nothing to fix, 1 a WARN, 2 a FAIL. */
+int dr_exit_status(const struct dr_ctx *c)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < c->nres; i++) {
+		if (c->res[i].status == DR_FAIL)
+			return 2;
+		if (c->res[i].status == DR_WARN)
+			ret = 1;
+	}
+	return ret;
+}
+
+/*
+ * The node's identity: what --compare sets side by side, whichever checks
+ * --only picks (the checks add what they find on the way: abi, memlock).
+ */
+static void node_facts(struct dr_ctx *c)
+{
+	char buf[512], **peers = NULL;
+	int n;
+
+	if (dr_read(c, buf, sizeof(buf), "/proc/sys/kernel/hostname") == 0)
+		dr_str(&c->node, "hostname", buf);
+	if (dr_kernel_release(c, buf, sizeof(buf)) == 0)
+		dr_str(&c->node, "kernel", buf);
+	dr_str(&c->node, "sysroot", c->sysroot[0] ? c->sysroot : "/");
+	dr_str(&c->node, "library", sp_lib_version());
+	if (dr_read(c, buf, sizeof(buf), "/sys/module/strixpeer/version") == 0)
+		dr_str(&c->node, "module", buf);
+	if (dr_read(c, buf, sizeof(buf), "/sys/module/strixpeer/parameters/peer_client_name") == 0)
+		dr_str(&c->node, "peer_client_name", buf);
+	n = dr_list(c, &peers, "/sys/kernel/mm/memory_peers");
+	buf[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		size_t l = strlen(buf);
+
+		dr_fmt(buf + l, sizeof(buf) - l, "%s%s", l ? ", " : "", peers[i]);
+	}
+	if (n >= 0)
+		dr_str(&c->node, "peer_clients", buf);
+	dr_list_free(peers, n);
+}
+
+void dr_run(struct dr_ctx *c)
+{
+	static void (*const checks[DR_NCHECKS])(struct dr_ctx *) = {
+		[DR_C_RDMA] = dr_check_rdma,
+		[DR_C_PCIE] = dr_check_pcie,
+		[DR_C_MTU] = dr_check_mtu,
+		[DR_C_MEMORY] = dr_check_memory,
+		[DR_C_NUMA] = dr_check_numa,
+		[DR_C_IOMMU] = dr_check_iommu,
+		[DR_C_GPU] = dr_check_gpu,
+		[DR_C_GPUDIRECT] = dr_check_gpudirect,
+		[DR_C_THUNDERBOLT] = dr_check_thunderbolt,
+		[DR_C_COUNTERS] = dr_check_counters,
+		[DR_C_STRIXPEER] = dr_check_strixpeer,
+	};
+
+	node_facts(c);
+	dr_scan_ports(c);
+	for (int i = 0; i < DR_NCHECKS; i++)
+		if (dr_want(c, i))
+			checks[i](c);
+}

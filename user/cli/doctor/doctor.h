@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * strixpeerctl doctor: what is wrong with this RDMA node, and does RDMA into
+ * strixpeer memory work on it.
+ *
+ * The checks (rdma.c, pci.c, host.c, self.c) read files only, every one of
+ * them under ctx->sysroot, so that each check runs against a fake tree in
+ * the tests (tests/doctor/). What files cannot show (the verbs device, the
+ * module's ABI handshake, the dma-buf MR probe) is asked only when
+ * ctx->live is set (sysroot "/"), in live.c and rdmatest.c. Results are
+ * collected here and printed once, as text or JSON (report.c).
+ */
+#ifndef SP_DOCTOR_H
+#define SP_DOCTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* In order of severity: the worst result decides the exit status. */
+enum dr_status { DR_PASS, DR_INFO, DR_SKIP, DR_WARN, DR_FAIL, DR_NSTATUS };
+
+/* Exit status: 0 no WARN/FAIL, 1 WARN, 2 FAIL, 3 doctor could not run. */
+#define DR_EXIT_USAGE 3
+
+enum dr_vtype { DR_V_STR, DR_V_INT, DR_V_BOOL };
+
+/* One observed value: a JSON member of the result's "observed" object. */
+struct dr_val {
+	char *key;
+	enum dr_vtype type;
+	char *s;
+	int64_t i;
+};
+
+struct dr_result {
+	const char *check;	/* check name, as --only takes it */
+	char *id;		/* "<check>.<what>" */
+	char *subject;		/* "mlx4_0/1", "0000:03:00.0", or "" */
+	enum dr_status status;
+	char *summary;		/* what it saw, with the numbers */
+	char *advice;		/* the fix (NULL when there is nothing to do) */
+	struct dr_val *vals;
+	size_t nvals;
+};
+
+/* The checks, as --only names them. */
+enum dr_check {
+	DR_C_RDMA, DR_C_PCIE, DR_C_MTU, DR_C_MEMORY, DR_C_NUMA, DR_C_IOMMU,
+	DR_C_GPU, DR_C_GPUDIRECT, DR_C_THUNDERBOLT, DR_C_COUNTERS,
+	DR_C_STRIXPEER, DR_NCHECKS,
+	DR_C_COMPARE = DR_NCHECKS,	/* --compare's results; not a check */
+	DR_C_RDMATEST,			/* --rdma-test's results */
+};
+
+extern const char *const dr_check_names[DR_C_RDMATEST + 1];
+
+/* One RDMA port, as found in /sys/class/infiniband (rdma.c). */
+struct dr_port {
+	char dev[64];		/* mlx4_0, rxe0 */
+	unsigned int port;
+	char link_layer[16];	/* InfiniBand, Ethernet, Unknown, "" */
+	int state;		/* 4: ACTIVE; -1 unreadable */
+	int phys;		/* 5: LinkUp; -1 unreadable */
+	char state_text[32], phys_text[48];
+	unsigned int rate_mbps;	/* 0: unknown */
+	char rate_text[48];
+	char netdev[64];	/* RoCE/rxe/IPoIB netdev, "" if none found */
+	bool rxe;		/* Soft-RoCE (has "parent") */
+	char pci[256];		/* PCI device path under /sys/devices, "" if none */
+	char fw_ver[64];
+	char hca_type[64];
+};
+
+struct dr_ctx {
+	char sysroot[4096];	/* "" for "/" */
+	bool live;		/* sysroot is "/": devices may be opened */
+	unsigned int only;	/* bit per enum dr_check; 0: all */
+	unsigned int interval_ms;	/* between the two counter samples */
+	/* called between the two counter samples (tests change files there) */
+	void (*between_samples)(void *arg);
+	void *hook_arg;
+	/* facts about the node, reported once ("node" in JSON) */
+	struct dr_result node;
+	struct dr_result *res;
+	size_t nres, cap;
+	struct dr_port *ports;
+	size_t nports;
+	bool scanned;
+};
+
+/* core.c: context, results, values */
+void dr_ctx_init(struct dr_ctx *c);
+int dr_ctx_set_sysroot(struct dr_ctx *c, const char *sysroot);
+void dr_ctx_free(struct dr_ctx *c);
+bool dr_want(const struct dr_ctx *c, enum dr_check check);
+int dr_parse_only(const char *list, unsigned int *mask);
+struct dr_result *dr_add(struct dr_ctx *c, enum dr_check check, const char *what,
+			 const char *subject, enum dr_status st, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+void dr_set_summary(struct dr_result *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void dr_advise(struct dr_result *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void dr_raise(struct dr_result *r, enum dr_status st);
+void dr_str(struct dr_result *r, const char *key, const char *val);
+void dr_int(struct dr_result *r, const char *key, int64_t v);
+void dr_bool(struct dr_result *r, const char *key, bool v);
+const struct dr_val *dr_get(const struct dr_result *r, const char *key);
+const char *dr_status_name(enum dr_status st);
+int dr_status_from_name(const char *name);
+int dr_exit_status(const struct dr_ctx *c);
+char *dr_strdup(const char *s);
+char *dr_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void *dr_alloc(size_t n);
+
+/* io.c: files under the sysroot; every path argument is a format */
+#define DR_ATTR_MAX 4096	/* largest attribute read whole */
+int dr_path(const struct dr_ctx *c, char *out, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+int dr_read(const struct dr_ctx *c, char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+int dr_read_u64(const struct dr_ctx *c, uint64_t *v, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int dr_read_s64(const struct dr_ctx *c, int64_t *v, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+bool dr_exists(const struct dr_ctx *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int dr_list(const struct dr_ctx *c, char ***names, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void dr_list_free(char **names, int n);
+int dr_resolve(const struct dr_ctx *c, char *out, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+int dr_link_name(const struct dr_ctx *c, char *out, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+FILE *dr_fopen(const struct dr_ctx *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+const char *dr_errstr(int err);
+int dr_parse_u64(const char *s, uint64_t *v);
+int dr_parse_s64(const char *s, int64_t *v);
+unsigned int dr_parse_milli(const char *s, const char *suffix);
+int dr_cmdline_has(const struct dr_ctx *c, const char *param, char *val, size_t len);
+int dr_kernel_release(const struct dr_ctx *c, char *out, size_t len);
+int dr_kver_cmp(const char *a, const char *b);
+void dr_fmt_bytes(char *out, size_t len, uint64_t v);
+void dr_fmt(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The checks; each adds its results to @c. */
+void dr_scan_ports(struct dr_ctx *c);
+void dr_check_rdma(struct dr_ctx *c);
+void dr_check_mtu(struct dr_ctx *c);
+void dr_check_counters(struct dr_ctx *c);
+void dr_check_thunderbolt(struct dr_ctx *c);
+void dr_check_pcie(struct dr_ctx *c);
+void dr_check_numa(struct dr_ctx *c);
+void dr_check_iommu(struct dr_ctx *c);
+void dr_check_memory(struct dr_ctx *c);
+void dr_check_gpu(struct dr_ctx *c);
+void dr_check_gpudirect(struct dr_ctx *c);
+void dr_check_strixpeer(struct dr_ctx *c);
+/* The node facts and every wanted check, in order. */
+void dr_run(struct dr_ctx *c);
+
+/* pci.c helpers other checks use */
+int dr_pci_common(const char *a, const char *b, char *out, size_t len);
+
+/* live.c: what only the running system can answer (ctx->live) */
+int dr_live_dmabuf_probe(const char *dev, char *why, size_t len);
+int dr_live_module_abi(char *out, size_t len, char *why, size_t wlen, int *err);
+int dr_live_peer_reason(char *out, size_t len);
+
+/* report.c */
+/* @pretty < 0: JSON as strixpeerctl's global -j/-p set the printer up */
+void dr_print(const struct dr_ctx *c, bool json, int pretty);
+
+/* json.c: a small JSON reader for --compare */
+enum dr_jtype { DR_J_NULL, DR_J_BOOL, DR_J_NUM, DR_J_STR, DR_J_ARR, DR_J_OBJ };
+struct dr_json {
+	enum dr_jtype type;
+	char *key;		/* member name inside an object */
+	char *s;
+	double n;
+	bool b;
+	struct dr_json *kids;	/* array items / object members */
+	size_t nkids;
+};
+struct dr_json *dr_json_parse(const char *text, size_t len, char *err, size_t errlen);
+void dr_json_free(struct dr_json *j);
+void dr_json_free_kids(struct dr_json *v);
+const struct dr_json *dr_json_get(const struct dr_json *obj, const char *key);
+const char *dr_json_str(const struct dr_json *obj, const char *key);
+
+/* compare.c */
+int dr_compare(struct dr_ctx *c, int nfiles, char **files);
+
+/* rdmatest.c */
+struct dr_rt_opts {
+	const char *device;	/* only this device (NULL: every ACTIVE port) */
+	const char *peer;	/* --peer HOST */
+	const char *port;	/* rdma_cm port, default "18515" */
+	const char *bind;	/* --serve address (NULL: any) */
+	size_t size;		/* bytes per transfer */
+	bool once;		/* --serve: one client, then exit */
+};
+void dr_rdma_test(struct dr_ctx *c, const struct dr_rt_opts *o);
+int dr_serve(const struct dr_rt_opts *o);
+
+/* main.c */
+int doctor_main(int argc, char **argv, bool json);
+
+#endif /* SP_DOCTOR_H */

@@ -1,0 +1,643 @@
+// SPDX-License-Identifier: MIT
+/*
+ * strixpeerctl doctor: memory (RLIMIT_MEMLOCK, hugepages, free 2 MiB
+ * blocks), the AMD iGPU (Strix Halo), and GPUDirect readiness (peer-memory
+ * core and clients as RCCL/UCX/NCCL look for them, the dma-buf MR path).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doctor.h"
+
+#define MiB (1024ULL * 1024)
+#define GiB (1024ULL * MiB)
+#define MEMLOCK_FAIL (64 * MiB)	/* below: RDMA registrations of any size fail */
+#define CAP_IPC_LOCK_BIT 14
+
+/* "Max locked memory  <soft> <hard> bytes"; UINT64_MAX for unlimited. */
+static int read_memlock(struct dr_ctx *c, uint64_t *soft, uint64_t *hard)
+{
+	FILE *f = dr_fopen(c, "/proc/self/limits");
+	char line[256], s[32], h[32];
+	int ret = -ENOENT, lines = 0;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f) && lines++ < 64) {
+		if (strncmp(line, "Max locked memory", 17))
+			continue;
+		ret = -EINVAL;
+		if (sscanf(line + 17, "%31s %31s", s, h) != 2)
+			break;
+		if (!strcmp(s, "unlimited"))
+			*soft = UINT64_MAX;
+		else if (dr_parse_u64(s, soft))
+			break;
+		if (!strcmp(h, "unlimited"))
+			*hard = UINT64_MAX;
+		else if (dr_parse_u64(h, hard))
+			break;
+		ret = 0;
+		break;
+	}
+	fclose(f);
+	return ret;
+}
+
+/* A "Key:\tvalue" line of /proc/self/status. */
+static int proc_status(struct dr_ctx *c, const char *key, char *out, size_t len)
+{
+	FILE *f = dr_fopen(c, "/proc/self/status");
+	size_t n = strlen(key);
+	char line[512];
+	int ret = -ENOENT, lines = 0;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f) && lines++ < 256) {
+		char *v = line + n + 1;
+
+		if (strncmp(line, key, n) || line[n] != ':')
+			continue;
+		while (*v == ' ' || *v == '\t')
+			v++;
+		v[strcspn(v, "\n")] = '\0';
+		snprintf(out, len, "%s", v);
+		ret = 0;
+		break;
+	}
+	fclose(f);
+	return ret;
+}
+
+static bool has_cap_ipc_lock(struct dr_ctx *c)
+{
+	char caps[64];
+	uint64_t v;
+	char hex[80];
+
+	if (proc_status(c, "CapEff", caps, sizeof(caps)))
+		return false;
+	snprintf(hex, sizeof(hex), "0x%s", caps);
+	return dr_parse_u64(hex, &v) == 0 && (v >> CAP_IPC_LOCK_BIT) & 1;
+}
+
+static void fmt_limit(char *out, size_t len, uint64_t v)
+{
+	if (v == UINT64_MAX)
+		snprintf(out, len, "unlimited");
+	else
+		dr_fmt_bytes(out, len, v);
+}
+
+/* DefaultLimitMEMLOCK= of systemd's system.conf (and drop-ins), if any. */
+static bool systemd_default_memlock(struct dr_ctx *c, char *out, size_t len)
+{
+	char **drop = NULL;
+	bool found = false;
+	int n;
+
+	for (int pass = 0; pass < 2; pass++) {
+		n = pass ? dr_list(c, &drop, "/etc/systemd/system.conf.d") : 1;
+		for (int i = 0; i < n; i++) {
+			char line[512];
+			FILE *f = pass ? dr_fopen(c, "/etc/systemd/system.conf.d/%s", drop[i]) :
+					 dr_fopen(c, "/etc/systemd/system.conf");
+			int lines = 0;
+
+			if (!f)
+				continue;
+			while (fgets(line, sizeof(line), f) && lines++ < 1000) {
+				if (strncmp(line, "DefaultLimitMEMLOCK=", 20))
+					continue;
+				line[strcspn(line, "\n")] = '\0';
+				dr_fmt(out, len, "%s", line + 20);
+				found = true;	/* later files override earlier ones */
+			}
+			fclose(f);
+		}
+		if (pass)
+			dr_list_free(drop, n);
+	}
+	return found;
+}
+
+static void check_memlock(struct dr_ctx *c)
+{
+	char soft_s[32], hard_s[32], uid[64] = "", svc[64];
+	uint64_t soft = 0, hard = 0;
+	struct dr_result *r;
+	bool cap;
+	int ret = read_memlock(c, &soft, &hard);
+
+	if (ret) {
+		dr_add(c, DR_C_MEMORY, "memlock", "", DR_SKIP,
+		       "RLIMIT_MEMLOCK: /proc/self/limits %s", dr_errstr(ret));
+		return;
+	}
+	cap = has_cap_ipc_lock(c);
+	proc_status(c, "Uid", uid, sizeof(uid));
+	fmt_limit(soft_s, sizeof(soft_s), soft);
+	fmt_limit(hard_s, sizeof(hard_s), hard);
+	r = dr_add(c, DR_C_MEMORY, "memlock", "", DR_PASS,
+		   "RLIMIT_MEMLOCK of this process: %s (hard limit %s)%s", soft_s, hard_s,
+		   cap ? "; it has CAP_IPC_LOCK, so the limit does not apply to it" : "");
+	if (soft == UINT64_MAX) {
+		dr_str(r, "soft", "unlimited");
+		dr_str(&c->node, "memlock", "unlimited");
+	} else {
+		dr_int(r, "soft", (int64_t)soft);
+		dr_str(&c->node, "memlock", soft_s);
+	}
+	if (hard == UINT64_MAX)
+		dr_str(r, "hard", "unlimited");
+	else
+		dr_int(r, "hard", (int64_t)hard);
+	dr_bool(r, "cap_ipc_lock", cap);
+	if (soft != UINT64_MAX && !cap) {
+		r->status = soft < MEMLOCK_FAIL ? DR_FAIL : DR_WARN;
+		dr_set_summary(r, "%s: RDMA registrations and strixpeer buffers beyond %s in all fail (ENOMEM / EDQUOT)",
+			       r->summary, soft_s);
+		if (hard > soft)
+			dr_advise(r, "this shell: ulimit -l %s",
+				  hard == UINT64_MAX ? "unlimited" : hard_s);
+		dr_advise(r, "logins: /etc/security/limits.d/rdma.conf with \"* soft memlock unlimited\" and \"* hard memlock unlimited\", then log in again; systemd services: LimitMEMLOCK=infinity in the unit; containers: docker/podman run --ulimit memlock=-1:-1");
+	} else if (cap && soft != UINT64_MAX) {
+		dr_advise(r, "other (unprivileged) users and services are still limited: raise their limit too (limits.d, LimitMEMLOCK=infinity, --ulimit memlock=-1:-1)");
+	}
+	if (dr_exists(c, "/etc/systemd/system.conf")) {
+		bool set = systemd_default_memlock(c, svc, sizeof(svc));
+
+		r = dr_add(c, DR_C_MEMORY, "services", "", DR_INFO,
+			   "systemd services get RLIMIT_MEMLOCK %s%s", set ? svc : "8M",
+			   set ? " (DefaultLimitMEMLOCK in system.conf)" :
+				 " (systemd's default; DefaultLimitMEMLOCK is not set)");
+		dr_str(r, "default_limit_memlock", set ? svc : "");
+		if (!set || (strcmp(svc, "infinity") && strcmp(svc, "unlimited")))
+			dr_advise(r, "RDMA services need LimitMEMLOCK=infinity in their unit (systemctl edit <unit>)");
+	}
+}
+
+static void check_hugepages(struct dr_ctx *c)
+{
+	uint64_t total = 0, freep = 0, size_kb = 0, mem_kb = 0;
+	char line[256], thp[128] = "", *a, *b, mode[32] = "?", sz[32];
+	FILE *f = dr_fopen(c, "/proc/meminfo");
+	struct dr_result *r;
+	int lines = 0, got = 0;
+
+	if (!f) {
+		dr_add(c, DR_C_MEMORY, "hugepages", "", DR_SKIP, "/proc/meminfo %s", dr_errstr(-errno));
+		return;
+	}
+	while (fgets(line, sizeof(line), f) && lines++ < 200) {
+		unsigned long long v;
+
+		if (sscanf(line, "HugePages_Total: %llu", &v) == 1)
+			total = v, got++;
+		else if (sscanf(line, "HugePages_Free: %llu", &v) == 1)
+			freep = v, got++;
+		else if (sscanf(line, "Hugepagesize: %llu kB", &v) == 1)
+			size_kb = v, got++;
+		else if (sscanf(line, "MemTotal: %llu kB", &v) == 1)
+			mem_kb = v;
+	}
+	fclose(f);
+	if (mem_kb)
+		dr_int(&c->node, "mem_total", (int64_t)(mem_kb * 1024));
+	if (dr_read(c, thp, sizeof(thp), "/sys/kernel/mm/transparent_hugepage/enabled") == 0 &&
+	    (a = strchr(thp, '[')) && (b = strchr(a, ']')) && b - a < (long)sizeof(mode))
+		snprintf(mode, sizeof(mode), "%.*s", (int)(b - a - 1), a + 1);
+	if (got < 3) {
+		r = dr_add(c, DR_C_MEMORY, "hugepages", "", DR_INFO,
+			   "no hugetlb pool information in /proc/meminfo; transparent hugepages: %s", mode);
+		dr_str(r, "thp", mode);
+		return;
+	}
+	dr_fmt_bytes(sz, sizeof(sz), size_kb * 1024);
+	r = dr_add(c, DR_C_MEMORY, "hugepages", "", DR_INFO,
+		   "hugetlb pool: %llu pages of %s (%llu free); transparent hugepages: %s",
+		   (unsigned long long)total, sz, (unsigned long long)freep, mode);
+	dr_int(r, "hugepages_total", (int64_t)total);
+	dr_int(r, "hugepages_free", (int64_t)freep);
+	dr_int(r, "hugepage_size", (int64_t)(size_kb * 1024));
+	dr_str(r, "thp", mode);
+	/* RDMA needs no hugetlbfs; a big static pool is memory the GPU loses */
+	if (mem_kb && total * size_kb > mem_kb / 4)
+		dr_advise(r, "%llu%% of RAM is reserved as hugetlb pages, which neither GTT (the iGPU) nor strixpeer buffers can use; RDMA needs no hugetlbfs: shrink vm.nr_hugepages unless an application uses them",
+			  (unsigned long long)(total * size_kb * 100 / mem_kb));
+}
+
+/* Free 2 MiB (order 9) or larger blocks per node, from /proc/buddyinfo. */
+static void check_huge_blocks(struct dr_ctx *c)
+{
+	uint64_t blocks[64] = { 0 };
+	bool seen[64] = { false };
+	FILE *f = dr_fopen(c, "/proc/buddyinfo");
+	char line[512];
+	int lines = 0, nodes = 0;
+
+	if (!f) {
+		dr_add(c, DR_C_MEMORY, "free_2m", "", DR_SKIP, "/proc/buddyinfo %s", dr_errstr(-errno));
+		return;
+	}
+	while (fgets(line, sizeof(line), f) && lines++ < 256) {
+		unsigned int node;
+		int off = 0;
+		char *p;
+
+		if (sscanf(line, "Node %u, zone %*s%n", &node, &off) < 1 || !off || node >= 64)
+			continue;
+		seen[node] = true;
+		p = line + off;
+		for (int order = 0; order < 20; order++) {
+			char *end;
+			unsigned long long n = strtoull(p, &end, 10);
+
+			if (end == p)
+				break;
+			if (order >= 9)
+				blocks[node] += n << (order - 9);
+			p = end;
+		}
+	}
+	fclose(f);
+	for (unsigned int n = 0; n < 64; n++) {
+		char subj[16], sz[32];
+		struct dr_result *r;
+
+		if (!seen[n])
+			continue;
+		nodes++;
+		snprintf(subj, sizeof(subj), "node%u", n);
+		dr_fmt_bytes(sz, sizeof(sz), blocks[n] * 2 * MiB);
+		r = dr_add(c, DR_C_MEMORY, "free_2m", subj, blocks[n] ? DR_INFO : DR_WARN,
+			   "%llu free 2 MiB blocks (%s) for strixpeer buffers' 2 MiB pages",
+			   (unsigned long long)blocks[n], sz);
+		dr_int(r, "free_2m_blocks", (int64_t)blocks[n]);
+		if (!blocks[n])
+			dr_advise(r, "memory is fragmented: buffers fall back to 4 KiB pages (slower to register, more IOTLB misses); compact it (echo 1 > /proc/sys/vm/compact_memory) or allocate big buffers early after boot");
+	}
+	if (!nodes)
+		dr_add(c, DR_C_MEMORY, "free_2m", "", DR_SKIP, "/proc/buddyinfo lists no node");
+}
+
+void dr_check_memory(struct dr_ctx *c)
+{
+	check_memlock(c);
+	check_hugepages(c);
+	check_huge_blocks(c);
+}
+
+/* --- the AMD iGPU --------------------------------------------------------- */
+
+struct gpu {
+	char bdf[32];
+	char path[256];		/* under /sys/devices */
+	uint64_t device;
+};
+
+#define MAX_GPUS 8
+
+static int find_amd_gpus(struct dr_ctx *c, struct gpu *g, int max)
+{
+	char **devs = NULL;
+	int n = dr_list(c, &devs, "/sys/bus/pci/devices"), found = 0;
+
+	for (int i = 0; i < n && found < max; i++) {
+		uint64_t vendor, cls, device;
+
+		if (dr_read_u64(c, &vendor, "/sys/bus/pci/devices/%s/vendor", devs[i]) ||
+		    vendor != 0x1002 ||
+		    dr_read_u64(c, &cls, "/sys/bus/pci/devices/%s/class", devs[i]) ||
+		    (cls >> 16) != 0x03 ||
+		    dr_read_u64(c, &device, "/sys/bus/pci/devices/%s/device", devs[i]))
+			continue;
+		snprintf(g[found].bdf, sizeof(g[found].bdf), "%s", devs[i]);
+		if (dr_resolve(c, g[found].path, sizeof(g[found].path), "/sys/bus/pci/devices/%s",
+			       devs[i]))
+			snprintf(g[found].path, sizeof(g[found].path), "/sys/bus/pci/devices/%s", devs[i]);
+		g[found].device = device;
+		found++;
+	}
+	dr_list_free(devs, n);
+	return found;
+}
+
+/*
+ * ROCm: gfx1151 compute needs Linux 6.18.4, or Ubuntu's HWE 6.17.0-19 /
+ * OEM 6.14.0-1018 kernels, which carry the fixes.
+ */
+static bool kernel_ok_for_gfx1151(const char *rel)
+{
+	unsigned int a, b, c3, abi;
+	char flavour[32];
+
+	if (dr_kver_cmp(rel, "6.18.4") >= 0)
+		return true;
+	if (sscanf(rel, "%u.%u.%u-%u-%31s", &a, &b, &c3, &abi, flavour) != 5)
+		return false;
+	if (a == 6 && b == 17 && c3 == 0 && abi >= 19 && !strcmp(flavour, "generic"))
+		return true;
+	return a == 6 && b == 14 && c3 == 0 && abi >= 1018 && !strncmp(flavour, "oem", 3);
+}
+
+/*
+ * AMD APUs (display function IDs from pci.ids 2023.04.10: Mendocino,
+ * Phoenix, Picasso, Raven, Barcelo, Renoir, Cezanne, Lucienne, Rembrandt,
+ * Raphael), plus Strix Halo: their "VRAM" is a carve-out of system RAM.
+ */
+static bool is_apu(uint64_t device)
+{
+	static const uint16_t ids[] = {
+		0x1586, 0x1506, 0x15bf, 0x15c8, 0x15d8, 0x15dd, 0x15e7, 0x1636, 0x1638,
+		0x164c, 0x164d, 0x164e, 0x1681,
+	};
+
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		if (device == ids[i])
+			return true;
+	return false;
+}
+
+static void check_one_gpu(struct dr_ctx *c, const struct gpu *g, const char *rel)
+{
+	bool halo = g->device == 0x1586, apu = is_apu(g->device);
+	char subj[96], drv[64] = "", vram_s[32], gtt_s[32], lim_s[32], val[64];
+	uint64_t vram = 0, gtt = 0, pages = 0;
+	struct dr_result *r;
+	int ret;
+
+	dr_fmt(subj, sizeof(subj), "%s %s", g->bdf,
+	       halo ? "Strix Halo" : apu ? "AMD APU" : "AMD GPU");
+	ret = dr_link_name(c, drv, sizeof(drv), "/sys/bus/pci/devices/%s/driver", g->bdf);
+	r = dr_add(c, DR_C_GPU, "driver", subj, DR_PASS, "1002:%04llx bound to %s",
+		   (unsigned long long)g->device, ret ? "no driver" : drv);
+	dr_str(r, "driver", ret ? "" : drv);
+	dr_str(r, "pci_id", halo ? "1002:1586" : "");
+	if (ret || strcmp(drv, "amdgpu")) {
+		r->status = DR_FAIL;
+		dr_advise(r, "load amdgpu (modprobe amdgpu) and read why it did not bind: dmesg | grep -i amdgpu (missing firmware: install firmware-amd-graphics / linux-firmware)");
+	}
+	r = dr_add(c, DR_C_GPU, "kfd", subj, DR_PASS, "/dev/kfd present: ROCm/HIP can reach the GPU");
+	if (!dr_exists(c, "/dev/kfd")) {
+		r->status = DR_FAIL;
+		dr_set_summary(r, "no /dev/kfd: ROCm/HIP cannot run (amdgpu not loaded, or a kernel without CONFIG_HSA_AMD)");
+		dr_advise(r, "load amdgpu, or use a kernel built with CONFIG_HSA_AMD=y (Debian's and Ubuntu's are)");
+	}
+	if (halo) {
+		r = dr_add(c, DR_C_GPU, "kernel", subj, DR_PASS, "kernel %s is new enough for gfx1151",
+			   rel[0] ? rel : "unknown");
+		dr_str(r, "kernel", rel);
+		dr_str(r, "minimum", "6.18.4");
+		if (!rel[0]) {
+			r->status = DR_SKIP;
+			dr_set_summary(r, "kernel release unreadable");
+		} else if (!kernel_ok_for_gfx1151(rel)) {
+			r->status = DR_WARN;
+			dr_set_summary(r, "kernel %s is older than 6.18.4, which ROCm requires for gfx1151 (Strix Halo) compute",
+				       rel);
+			dr_advise(r, "install Linux 6.18.4 or newer (Debian: linux-image-amd64 from trixie-backports or sid; Ubuntu 24.04: HWE 6.17.0-19 or later, or OEM 6.14.0-1018 or later)");
+		}
+	}
+	ret = dr_read_u64(c, &vram, "%s/mem_info_vram_total", g->path);
+	if (!ret && apu) {
+		dr_fmt_bytes(vram_s, sizeof(vram_s), vram);
+		r = dr_add(c, DR_C_GPU, "carveout", subj, DR_PASS,
+			   "BIOS VRAM carve-out %s (ROCm advises a small one and a large GTT)", vram_s);
+		dr_int(r, "vram_total", (int64_t)vram);
+		if (vram > 4 * GiB) {
+			r->status = DR_WARN;
+			dr_set_summary(r, "BIOS VRAM carve-out %s: that memory is lost to the CPU, to strixpeer buffers and to the NIC; ROCm advises a small carve-out and a large GTT (the GPU uses GTT memory just as fast on this APU)",
+				       vram_s);
+			dr_advise(r, "set the BIOS UMA frame buffer size to 512 MB, then give the GPU a large GTT: amd-ttm --set <GB>, or options ttm pages_limit=<pages of 4 KiB> in /etc/modprobe.d/ttm.conf (e.g. 26214400 for 100 GiB)");
+		}
+	} else if (ret && apu) {
+		dr_add(c, DR_C_GPU, "carveout", subj, DR_SKIP, "mem_info_vram_total %s", dr_errstr(ret));
+	}
+	if (dr_read_u64(c, &gtt, "%s/mem_info_gtt_total", g->path) == 0) {
+		dr_fmt_bytes(gtt_s, sizeof(gtt_s), gtt);
+		r = dr_add(c, DR_C_GPU, "gtt", subj, DR_PASS, "GTT %s", gtt_s);
+		dr_int(r, "gtt_total", (int64_t)gtt);
+		if (dr_read_u64(c, &pages, "/sys/module/ttm/parameters/pages_limit") == 0 && pages) {
+			uint64_t lim = pages * 4096;
+
+			dr_fmt_bytes(lim_s, sizeof(lim_s), lim);
+			dr_int(r, "ttm_pages_limit", (int64_t)pages);
+			dr_set_summary(r, "GTT %s, ttm.pages_limit %llu pages (%s)", gtt_s,
+				       (unsigned long long)pages, lim_s);
+			if (gtt + MiB < lim || gtt > lim + MiB) {
+				r->status = DR_WARN;
+				dr_set_summary(r, "%s: they differ, so something (amdgpu.gttsize?) overrides TTM's limit",
+					       r->summary);
+				dr_advise(r, "size GTT only through ttm.pages_limit (pages of 4 KiB) and drop amdgpu.gttsize");
+			}
+		}
+	}
+	if (dr_cmdline_has(c, "amdgpu.gttsize", val, sizeof(val)) == 1) {
+		r = dr_add(c, DR_C_GPU, "gttsize", subj, DR_WARN,
+			   "amdgpu.gttsize=%s on the kernel command line: deprecated (amdgpu says so in dmesg) and it fights ttm.pages_limit",
+			   val);
+		dr_advise(r, "remove amdgpu.gttsize=%s and set ttm.pages_limit=<pages of 4 KiB> instead (GiB x 262144)",
+			  val);
+	}
+}
+
+void dr_check_gpu(struct dr_ctx *c)
+{
+	struct gpu g[MAX_GPUS];
+	char rel[128] = "";
+	int n = find_amd_gpus(c, g, MAX_GPUS);
+
+	if (!n) {
+		dr_add(c, DR_C_GPU, "amd", "", DR_SKIP, "no AMD GPU (PCI vendor 1002, display class)");
+		return;
+	}
+	dr_kernel_release(c, rel, sizeof(rel));
+	for (int i = 0; i < n; i++)
+		check_one_gpu(c, &g[i], rel);
+}
+
+/* --- GPUDirect readiness --------------------------------------------------- */
+
+#define PEERS "/sys/kernel/mm/memory_peers"
+
+/* Does /proc/kallsyms export the peer-memory registration (t or T)? */
+static int kallsyms_has_peer_api(struct dr_ctx *c)
+{
+	FILE *f = dr_fopen(c, "/proc/kallsyms");
+	char line[512];
+	int found = 0;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char type, name[256];
+
+		if (sscanf(line, "%*s %c %255s", &type, name) == 2 &&
+		    (type == 't' || type == 'T') && !strcmp(name, "ib_register_peer_memory_client")) {
+			found = 1;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+static void check_gdr_level(struct dr_ctx *c, const struct gpu *g, int ngpu)
+{
+	for (int i = 0; i < ngpu; i++) {
+		for (size_t k = 0; k < c->nports; k++) {
+			const struct dr_port *p = &c->ports[k];
+			char common[256], subj[128];
+			struct dr_result *r;
+			int shared;
+
+			if (!p->pci[0] || (k && !strcmp(c->ports[k - 1].pci, p->pci)))
+				continue;
+			dr_fmt(subj, sizeof(subj), "%s<->%s", g[i].bdf, p->rxe ? p->netdev : p->dev);
+			shared = dr_pci_common(g[i].path, p->pci, common, sizeof(common));
+			if (shared > 0) {
+				r = dr_add(c, DR_C_GPUDIRECT, "rccl_level", subj, DR_PASS,
+					   "GPU and NIC share a PCIe switch/bridge: RCCL's default GPU Direct RDMA distance (NCCL_NET_GDR_LEVEL=PXB) covers it");
+				dr_str(r, "path_type", "PXB");
+				continue;
+			}
+			r = dr_add(c, DR_C_GPUDIRECT, "rccl_level", subj, DR_INFO,
+				   "GPU and NIC meet only at %s: RCCL's default (NCCL_NET_GDR_LEVEL=PXB) turns GPU Direct RDMA off for this pair",
+				   shared == 0 ? "the host bridge (PHB)" : "the CPU interconnect (SYS)");
+			dr_str(r, "path_type", shared == 0 ? "PHB" : "SYS");
+			dr_advise(r, "RCCL users: export NCCL_NET_GDR_LEVEL=%s (the GPU memory is system RAM on an APU, so the host bridge is its normal path)",
+				  shared == 0 ? "PHB" : "SYS");
+		}
+	}
+}
+
+void dr_check_gpudirect(struct dr_ctx *c)
+{
+	char **clients = NULL, list[512] = "", name[80] = "", ours[64] = "", pd[8] = "";
+	char ver[64], reason[256];
+	struct gpu g[MAX_GPUS];
+	bool core, loaded, kfd_client, amd_gpu;
+	int n, ks, ngpu, dmabuf_ok = -1;
+	struct dr_result *r;
+
+	n = dr_list(c, &clients, PEERS);
+	ks = kallsyms_has_peer_api(c);
+	core = n >= 0 || ks == 1;
+	for (int i = 0; i < n; i++) {
+		size_t l = strlen(list);
+
+		snprintf(list + l, sizeof(list) - l, "%s%s", l ? ", " : "", clients[i]);
+	}
+	r = dr_add(c, DR_C_GPUDIRECT, "core", "", core ? DR_PASS : DR_INFO, "%s", "");
+	dr_bool(r, "peer_memory_core", core);
+	dr_str(r, "clients", list);
+	if (core)
+		dr_set_summary(r, "peer-memory core present (%s%s%s)",
+			       n >= 0 ? "memory_peers/ clients: " : "ib_register_peer_memory_client in kallsyms",
+			       n >= 0 ? (list[0] ? list : "none yet") : "", "");
+	else
+		dr_set_summary(r, "no peer-memory core in this kernel (no %s, no ib_register_peer_memory_client in /proc/kallsyms%s): ibv_reg_mr cannot register GPU (TTM) memory; strixpeer buffers and dma-buf still work",
+			       PEERS, ks < 0 ? ", which is unreadable" : "");
+	if (!core)
+		dr_advise(r, "PeerDirect needs a kernel with the peer-memory API (Ubuntu kernels, MLNX_OFED/DOCA-OFED); otherwise register strixpeer buffers, or GPU memory through ibv_reg_dmabuf_mr on a NIC that supports it");
+
+	/* strixpeer's own client */
+	loaded = dr_exists(c, "/sys/module/strixpeer");
+	kfd_client = false;
+	if (n > 0)
+		for (int i = 0; i < n; i++)
+			kfd_client |= !strcmp(clients[i], "amdkfd");
+	dr_list_free(clients, n);
+	if (!loaded) {
+		dr_add(c, DR_C_GPUDIRECT, "client", "", DR_SKIP,
+		       "strixpeer is not loaded (see the strixpeer check)");
+	} else {
+		dr_read(c, name, sizeof(name), "/sys/module/strixpeer/parameters/peer_client_name");
+		dr_read(c, ours, sizeof(ours), "/sys/module/strixpeer/version");
+		dr_read(c, pd, sizeof(pd), "/sys/module/strixpeer/parameters/peerdirect");
+		r = dr_add(c, DR_C_GPUDIRECT, "client", name, DR_PASS, "%s", "");
+		dr_str(r, "name", name);
+		ver[0] = '\0';
+		if (name[0])
+			dr_read(c, ver, sizeof(ver), PEERS "/%s/version", name);
+		dr_str(r, "registered_version", ver);
+		if (!core) {
+			r->status = DR_SKIP;
+			dr_set_summary(r, "strixpeer's client (name \"%s\") has no peer-memory core to register with",
+				       name);
+		} else if (pd[0] == 'N' || pd[0] == '0') {
+			r->status = DR_INFO;
+			dr_set_summary(r, "strixpeer's client is off (peerdirect=N)");
+			dr_advise(r, "remove peerdirect=0 from strixpeer's options (/etc/modprobe.d/) and reload it");
+		} else if (!strcmp(name, "amdkfd") && ver[0] && strcmp(ver, ours)) {
+			r->status = DR_FAIL;
+			dr_set_summary(r, "clash: strixpeer wants the client name amdkfd, but another amdkfd client (version %s, ROCm's amdgpu-dkms) is registered, so strixpeer's registration failed",
+				       ver);
+			dr_advise(r, "either drop peer_client_name=amdkfd (ROCm's amdkfd client then serves RCCL for its own memory) or remove amdgpu-dkms (AMD does not support it on Strix Halo)");
+		} else if (!ver[0]) {
+			r->status = DR_WARN;
+			reason[0] = '\0';
+			if (c->live)
+				dr_live_peer_reason(reason, sizeof(reason));
+			dr_set_summary(r, "strixpeer's client \"%s\" is not registered with the peer-memory core%s%s",
+				       name, reason[0] ? ": " : "", reason);
+			dr_advise(r, "see strixpeerctl status (PeerDirect reason) and dmesg | grep strixpeer; rebuild the module against the core's Module.symvers (make module SP_PEER_SYMVERS=...)");
+		} else if (strcmp(name, "amdkfd") && !kfd_client) {
+			r->status = DR_WARN;
+			dr_set_summary(r, "strixpeer's client is registered as \"%s\": RCCL, GASNet-EX, LCI and ctran only look for %s/amdkfd/version and will not use GPU Direct RDMA",
+				       name, PEERS);
+			dr_advise(r, "echo \"options strixpeer peer_client_name=amdkfd\" > /etc/modprobe.d/strixpeer-amdkfd.conf, then rmmod strixpeer && modprobe strixpeer");
+		} else if (strcmp(name, "amdkfd")) {
+			r->status = DR_INFO;
+			dr_set_summary(r, "strixpeer's client is registered as \"%s\"; another client (ROCm's) is registered as amdkfd, which is what RCCL looks for",
+				       name);
+		} else {
+			dr_set_summary(r, "strixpeer's client is registered as amdkfd (version %s): RCCL, GASNet-EX and others find it",
+				       ver);
+		}
+	}
+
+	amd_gpu = (ngpu = find_amd_gpus(c, g, MAX_GPUS)) > 0;
+	if (dr_exists(c, "/dev/kfd")) {
+		r = dr_add(c, DR_C_GPUDIRECT, "ucx", "", DR_INFO,
+			   "/dev/kfd exists, so UCX treats ROCm memory as registrable: it calls ibv_reg_mr on GPU pointers, which succeeds only through a peer-memory client%s",
+			   kfd_client || (loaded && core) ? " (one is registered)" : " (none is registered)");
+		if (!core)
+			dr_advise(r, "without a peer-memory core, give UCX strixpeer buffers (or export them to HIP) rather than hipMalloc memory");
+	}
+
+	/* the dma-buf MR path, probed per device as NCCL/UCX do */
+	for (size_t i = 0; i < c->nports; i++) {
+		const struct dr_port *p = &c->ports[i];
+		char why[160];
+		int ret;
+
+		if (i && !strcmp(c->ports[i - 1].dev, p->dev))
+			continue;
+		if (!c->live) {
+			dr_add(c, DR_C_GPUDIRECT, "dmabuf_mr", p->dev, DR_SKIP,
+			       "the ibv_reg_dmabuf_mr probe needs the live device (not under --sysroot)");
+			continue;
+		}
+		ret = dr_live_dmabuf_probe(p->dev, why, sizeof(why));
+		if (ret > 0 && dmabuf_ok < 1)
+			dmabuf_ok = 1;
+		else if (ret == 0 && dmabuf_ok < 0)
+			dmabuf_ok = 0;
+		r = dr_add(c, DR_C_GPUDIRECT, "dmabuf_mr", p->dev, ret < 0 ? DR_SKIP : DR_INFO,
+			   "%s", why);
+		dr_bool(r, "supported", ret > 0);
+	}
+	if (amd_gpu && !core && dmabuf_ok == 0) {
+		r = dr_add(c, DR_C_GPUDIRECT, "path", "", DR_WARN,
+			   "no way for the NIC to register GPU memory: no peer-memory core and no device takes dma-buf MRs");
+		dr_advise(r, "use strixpeer buffers for RDMA (export them to HIP with sp_buf_export), or a kernel with the peer-memory API, or a NIC with dma-buf MRs (mlx5)");
+	}
+	if (amd_gpu)
+		check_gdr_level(c, g, ngpu);
+}

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+/*
+ * strixpeerctl doctor: options.
+ *
+ *   doctor [-j] [-p] [--sysroot DIR] [--only CHECK,...]
+ *          [--rdma-test [--device DEV] [--size BYTES] [--peer HOST [--port PORT]]]
+ *   doctor --serve [--bind ADDR] [--port PORT] [--size BYTES] [--once]
+ *   doctor [-j] --compare A.json B.json ...
+ *
+ * Exit status: 0 nothing to fix, 1 a WARN, 2 a FAIL, 3 doctor could not
+ * run (bad option, --sysroot not usable, a report that is not one).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doctor.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: strixpeerctl doctor [-j] [-p] [--sysroot DIR] [--only CHECK,...]\n"
+		"                           [--rdma-test [--device DEV] [--size BYTES]\n"
+		"                                        [--peer HOST [--port PORT]]]\n"
+		"       strixpeerctl doctor --serve [--bind ADDR] [--port PORT] [--once]\n"
+		"       strixpeerctl doctor [-j] --compare A.json B.json ...\n"
+		"checks:");
+	for (int i = 0; i < DR_NCHECKS; i++)
+		fprintf(f, " %s", dr_check_names[i]);
+	fprintf(f, "\nexit status: 0 nothing to fix, 1 a WARN, 2 a FAIL, 3 doctor could not run\n");
+}
+
+/* Bytes with an optional K/M/G suffix (powers of 1024). */
+static int parse_size(const char *s, size_t *out)
+{
+	unsigned long long v;
+	unsigned int shift = 0;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -1;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (shift)
+		end++;
+	if (*end || !v || v > (1ULL << 30) >> shift)
+		return -1;
+	*out = (size_t)(v << shift);
+	return 0;
+}
+
+int doctor_main(int argc, char **argv, bool json)
+{
+	enum { O_SYSROOT = 256, O_ONLY, O_RDMA, O_DEVICE, O_SIZE, O_PEER, O_PORT, O_SERVE,
+	       O_BIND, O_ONCE, O_COMPARE };
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "pretty", no_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "sysroot", required_argument, NULL, O_SYSROOT },
+		{ "only", required_argument, NULL, O_ONLY },
+		{ "rdma-test", no_argument, NULL, O_RDMA },
+		{ "device", required_argument, NULL, O_DEVICE },
+		{ "size", required_argument, NULL, O_SIZE },
+		{ "peer", required_argument, NULL, O_PEER },
+		{ "port", required_argument, NULL, O_PORT },
+		{ "serve", no_argument, NULL, O_SERVE },
+		{ "bind", required_argument, NULL, O_BIND },
+		{ "once", no_argument, NULL, O_ONCE },
+		{ "compare", no_argument, NULL, O_COMPARE },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct dr_rt_opts rt = { .port = "18515", .size = 8 << 20 };
+	bool pretty = false, rdma = false, serve = false, compare = false, own_json = false;
+	const char *sysroot = "/", *only = NULL;
+	struct dr_ctx c;
+	int opt, ret;
+
+	/* argv[-1] is "doctor" in strixpeerctl's argv: getopt skips it */
+	argc++;
+	argv--;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "jph", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'j':
+			json = own_json = true;
+			break;
+		case 'p':
+			pretty = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case O_SYSROOT:
+			sysroot = optarg;
+			break;
+		case O_ONLY:
+			only = optarg;
+			break;
+		case O_RDMA:
+			rdma = true;
+			break;
+		case O_DEVICE:
+			rt.device = optarg;
+			break;
+		case O_SIZE:
+			if (parse_size(optarg, &rt.size)) {
+				fprintf(stderr, "strixpeerctl doctor: bad --size \"%s\" (1 to 1G, K/M/G suffixes)\n",
+					optarg);
+				return DR_EXIT_USAGE;
+			}
+			break;
+		case O_PEER:
+			rt.peer = optarg;
+			rdma = true;
+			break;
+		case O_PORT:
+			rt.port = optarg;
+			break;
+		case O_SERVE:
+			serve = true;
+			break;
+		case O_BIND:
+			rt.bind = optarg;
+			break;
+		case O_ONCE:
+			rt.once = true;
+			break;
+		case O_COMPARE:
+			compare = true;
+			break;
+		default:
+			usage(stderr);
+			return DR_EXIT_USAGE;
+		}
+	}
+	if (serve + compare + rdma > 1) {
+		fprintf(stderr, "strixpeerctl doctor: --serve, --compare and --rdma-test/--peer exclude each other\n");
+		return DR_EXIT_USAGE;
+	}
+	if (serve)
+		return dr_serve(&rt);
+	if (!compare && optind < argc) {
+		fprintf(stderr, "strixpeerctl doctor: unexpected argument \"%s\"\n", argv[optind]);
+		usage(stderr);
+		return DR_EXIT_USAGE;
+	}
+
+	dr_ctx_init(&c);
+	if (compare) {
+		if (dr_compare(&c, argc - optind, argv + optind)) {
+			dr_ctx_free(&c);
+			return DR_EXIT_USAGE;
+		}
+		goto print;
+	}
+	ret = dr_ctx_set_sysroot(&c, sysroot);
+	if (ret) {
+		fprintf(stderr, "strixpeerctl doctor: --sysroot %s: %s\n", sysroot, strerror(-ret));
+		dr_ctx_free(&c);
+		return DR_EXIT_USAGE;
+	}
+	if (only && dr_parse_only(only, &c.only)) {
+		fprintf(stderr, "strixpeerctl doctor: bad --only \"%s\"\n", only);
+		usage(stderr);
+		dr_ctx_free(&c);
+		return DR_EXIT_USAGE;
+	}
+	dr_run(&c);
+	if (rdma)
+		dr_rdma_test(&c, &rt);
+print:
+	/* "strixpeerctl -j -p doctor": the printer is set up already */
+	dr_print(&c, json, json && !own_json && !pretty ? -1 : pretty);
+	ret = dr_exit_status(&c);
+	dr_ctx_free(&c);
+	return ret;
+}
