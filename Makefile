@@ -141,6 +141,7 @@ install-lib: lib
 # package installs, in /usr/src/strixpeer-$(VERSION)/.
 DKMS_SRC := /usr/src/strixpeer-$(VERSION)
 DKMS_FILES := Kbuild VERSION $(wildcard kmod/*.c kmod/*.h) kmod/conftest.sh \
+	scripts/dkms-post-build.sh \
 	include/uapi/strixpeer.h
 
 dkms-install:

@@ -92,6 +92,10 @@ if ! tests/vm/kernels.sh fetch > "$out/kernels.log" 2>&1; then
 	tail -n 20 "$out/kernels.log"
 fi
 mapfile -t kernels < <(tests/vm/kernels.sh list 2> /dev/null)
+
+# Where the PeerDirect build finds OFED's symbols (6.12's headers).
+tests/kbuild-ofed-check.sh > "$out/kbuild-ofed-check.tap" 2>&1
+record_tap "host/kbuild-ofed-check" "$out/kbuild-ofed-check.tap"
 [ ${#kernels[@]} -gt 0 ] || record fail "host/kernels_available" "tests/vm/kernels.sh list is empty"
 
 want=${SP_KERNELS:-}
