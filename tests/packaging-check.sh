@@ -108,7 +108,9 @@ want config_keys "max_buf_size max_pinned_bytes" config set max
 want config_value "yes no" config set require_huge ''
 want stats_format "prometheus" stats -f p
 want buf_pid "pid" buf show ''
-want nothing_after_monitor "" monitor ''
+want monitor_timestamp "-t" monitor ''
+want nothing_after_monitor_t "" monitor -t ''
+want option_timestamp "--timestamp" --t
 
 echo "TAP version 13"
 echo "1..$n"

@@ -82,6 +82,15 @@ record_tap "host/spec-check" "$out/spec-check.tap"
 tests/packaging-check.sh > "$out/packaging-check.tap" 2>&1
 record_tap "host/packaging-check" "$out/packaging-check.tap"
 
+# strixpeerctl's command line; make install/uninstall and README's build
+# commands; lintian on the source and binary packages.
+tests/cli-host.sh > "$out/cli-host.tap" 2>&1
+record_tap "host/cli-host" "$out/cli-host.tap"
+tests/install-check.sh > "$out/install-check.tap" 2>&1
+record_tap "host/install-check" "$out/install-check.tap"
+tests/lintian-check.sh > "$out/lintian-check.tap" 2>&1
+record_tap "host/lintian-check" "$out/lintian-check.tap"
+
 # promtool checks strixpeerctl's Prometheus output inside the VM.
 SP_PROMTOOL=$(tests/fetch-promtool.sh) || SP_PROMTOOL=
 export SP_PROMTOOL
