@@ -10,19 +10,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 ctl=build/strixpeerctl
-n=0
-failed=0
-cases=()
-result() {	# result <0|1> <name> [detail]
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		cases+=("ok $n $2")
-	else
-		cases+=("not ok $n $2")
-		[ -n "${3:-}" ] && cases+=("# $3")
-		failed=$((failed + 1))
-	fi
-}
+. tests/tap.sh
 # expect <name> <status> <stdout|stderr> <grep -E pattern> -- <args...>
 expect() {
 	local name=$1 want=$2 stream=$3 pattern=$4 out err rc
@@ -74,20 +62,20 @@ expect timestamp_is_for_monitor 2 stderr '-t is for monitor only' -- -t status
 # config set: keys exact or a unique prefix, values checked first
 expect config_key_ambiguous 2 stderr 'ambiguous config key "max": could be max_buf_size or max_pinned_bytes' -- config set max 2G
 expect config_key_unknown 2 stderr 'unknown config key "size"' -- config set size 2G
-bad=""
-for v in 0x100000 -1G 1.5G 1X 99999999999999999999 16777216T 1GG " 1G"; do
-	"$ctl" config set max_buf_size "$v" > /dev/null 2>&1
-	[ $? -eq 2 ] || bad="$bad '$v'"
-done
-[ -z "$bad" ]
-result $? "config_sizes_refused_before_asking_the_module" "accepted:$bad"
-bad=""
-for v in maybe 2 yess "" Yes! nope; do
-	"$ctl" config set require_huge "$v" > /dev/null 2>&1
-	[ $? -eq 2 ] || bad="$bad '$v'"
-done
-[ -z "$bad" ]
-result $? "config_booleans_refused_before_asking_the_module" "accepted:$bad"
+refused() {	# refused <name> <key> <values...>: each refused with status 2
+	local name=$1 key=$2 v bad=""
+	shift 2
+	for v in "$@"; do
+		"$ctl" config set "$key" "$v" > /dev/null 2>&1
+		[ $? -eq 2 ] || bad="$bad '$v'"
+	done
+	[ -z "$bad" ]
+	result $? "$name" "accepted:$bad"
+}
+refused config_sizes_refused_before_asking_the_module max_buf_size \
+	0x100000 -1G 1.5G 1X 99999999999999999999 16777216T 1GG " 1G"
+refused config_booleans_refused_before_asking_the_module require_huge maybe 2 yess "" Yes! nope
+refused config_nodes_refused_before_asking_the_module default_node -2 1024 x 01 ""
 # well-formed values get as far as the module (status 1: not loaded)
 bad=""
 for kv in "max_buf_size 010G" "max_buf_size 4096" "max_b 1536MiB" "max_p unlimited" \
@@ -122,7 +110,4 @@ done
 [ -z "$bad" ]
 result $? "no_module_commands_exit_1_saying_why" "$bad"
 
-echo "TAP version 13"
-echo "1..$n"
-printf '%s\n' "${cases[@]}"
-[ "$failed" -eq 0 ]
+finish

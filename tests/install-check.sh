@@ -19,27 +19,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 repo=$PWD
-n=0
-failed=0
-cases=()
-result() {	# result <0|1> <name> [detail]
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		cases+=("ok $n $2")
-	else
-		cases+=("not ok $n $2")
-		[ -n "${3:-}" ] && cases+=("# $(echo "$3" | head -c 600 | tr '\n' ' ')")
-		failed=$((failed + 1))
-	fi
-}
-skip() { n=$((n + 1)); cases+=("ok $n $1 # SKIP $2"); }
-finish() {
-	echo "TAP version 13"
-	echo "1..$n"
-	printf '%s\n' "${cases[@]}"
-	[ "$failed" -eq 0 ]
-	exit
-}
+. tests/tap.sh
 runpath() { readelf -d "$1" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p'; }
 
 # The files install puts under PREFIX=/usr/local, LIBDIR=/usr/local/lib.

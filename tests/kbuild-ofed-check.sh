@@ -22,26 +22,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 repo=$PWD
-n=0
-failed=0
-cases=()
-result() {	# result <0|1> <name> [detail]
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		cases+=("ok $n $2")
-	else
-		cases+=("not ok $n $2")
-		[ -n "${3:-}" ] && cases+=("# $3")
-		failed=$((failed + 1))
-	fi
-}
-finish() {
-	echo "TAP version 13"
-	echo "1..$n"
-	printf '%s\n' "${cases[@]}"
-	[ "$failed" -eq 0 ]
-	exit
-}
+. tests/tap.sh
 
 read -r kver root <<< "$(tests/vm/kernels.sh list 2> /dev/null | awk '$1 == "6.12" {print $2, $3}')"
 kdir=${root:+$root/usr/src/linux-headers-$kver}
