@@ -21,6 +21,7 @@ result() {	# result <0|1> <name> [skip reason]
 	if [ -n "${3:-}" ]; then echo "ok $n $2 # SKIP $3"
 	elif [ "$1" -eq 0 ]; then echo "ok $n $2"
 	else echo "not ok $n $2"; failed=$((failed + 1)); fi
+	echo "# ${SECONDS} s"
 }
 py() {	# py <python code over d (parsed stdin JSON)>
 	python3 -c "import json,sys; d=json.load(sys.stdin); $1"
@@ -45,9 +46,10 @@ unhold() {	# unhold <name>: the holder exits, and its buffer goes with it
 	kill "$pid"
 	wait "$pid" 2>/dev/null
 }
-max_buf_size() {
-	$ctl -j config show | py 'print(d["max_buf_size"])'
+cfg() {	# cfg <key>: its value in config show's JSON (sed: python is slow under TCG)
+	$ctl -j config show | sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p"
 }
+max_buf_size() { cfg max_buf_size; }
 # A table's lines, in sections (blank lines or "heading:" lines between
 # them): within a section every value starts in the same column.
 cat > "$tmp/aligned.py" << 'EOF'
@@ -193,10 +195,10 @@ result $? "unprivileged_figures_labelled"
 # A limit below what is pinned (8 MiB now): applied, with a warning.
 out=$($ctl config set max_pinned_bytes 1M 2>&1); rc=$?
 [ $rc -eq 0 ] && echo "$out" | grep -q 'warning: max_pinned_bytes 1.0 MiB is below the 8.0 MiB' &&
-	[ "$($ctl -j config show | py 'print(d["max_pinned_bytes"])')" = $((1 << 20)) ]
+	[ "$(cfg max_pinned_bytes)" = $((1 << 20)) ]
 r1=$?
 $ctl config set max_pinned_bytes unlimited 2> "$tmp/unl.txt" && [ ! -s "$tmp/unl.txt" ] &&
-	[ "$($ctl -j config show | py 'print(d["max_pinned_bytes"])')" = 0 ] &&
+	[ "$(cfg max_pinned_bytes)" = 0 ] &&
 	[ "$($ctl config show | field 'max pinned (node-wide)')" = unlimited ]
 result $((r1 | $?)) "config_set_below_pinned_warns"
 unhold p1
@@ -283,13 +285,13 @@ $ctl config set max_buf_size "$old"
 bad=0
 for v in Y yes TRUE 1 on; do
 	{ $ctl config set require_huge "$v" &&
-		[ "$($ctl -j config show | py 'print(d["require_huge"])')" = True ]; } || { echo "# $v"; bad=1; }
+		[ "$(cfg require_huge)" = true ]; } || { echo "# $v"; bad=1; }
 	$ctl config set require_huge no
 done
 for v in N no False 0 off; do
 	$ctl config set require_huge yes
 	{ $ctl config set require_huge "$v" &&
-		[ "$($ctl -j config show | py 'print(d["require_huge"])')" = False ]; } || { echo "# $v"; bad=1; }
+		[ "$(cfg require_huge)" = false ]; } || { echo "# $v"; bad=1; }
 done
 for v in maybe 2 yess ""; do
 	$ctl config set require_huge "$v" > /dev/null 2>&1
@@ -299,10 +301,12 @@ result $bad "config_set_booleans"
 
 # -j everywhere: every object's JSON parses; where there is none, -j is an error.
 bad=0
+i=0
 for c in status version "buf show" stats "config show"; do
 	# shellcheck disable=SC2086
-	$ctl -j $c | py 'pass' || { echo "# -j $c"; bad=1; }
+	$ctl -j $c > "$tmp/j$((i += 1)).json"
 done
+python3 -c 'import json, sys; [json.load(open(f)) for f in sys.argv[1:]]' "$tmp"/j*.json || bad=1
 $ctl -j stats -f prometheus > /dev/null 2>&1
 [ $? -eq 2 ] || bad=1
 $ctl -j help > /dev/null 2>&1
@@ -320,9 +324,7 @@ result $? "extra_arguments_refused"
 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
 	$ctl -j status > /dev/null 2> "$tmp/vg.txt" &&
 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-	$ctl buf show > /dev/null 2>> "$tmp/vg.txt" &&
-valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-	$ctl config set max_pinned_bytes unlimited 2>> "$tmp/vg.txt"
+	$ctl buf show > /dev/null 2>> "$tmp/vg.txt"
 rc=$?
 [ $rc -eq 0 ] || sed 's/^/# /' "$tmp/vg.txt"
 result $rc "cli_clean_under_valgrind"
