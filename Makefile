@@ -8,13 +8,15 @@
 #   make demo         boot a VM, RDMA-write into a strixpeer buffer, show it
 #   make check        the whole test suite (host checks + one VM per kernel)
 #   make deps         install the Debian/Ubuntu packages the above need
-#   make install      install library, header, pkg-config file, CLI, man pages,
-#                     bash completion (install-lib: the same without building tests)
+#   make install      install library, header, pkg-config and CMake files, CLI,
+#                     man pages, bash completion (install-lib: the same without
+#                     building tests); PREFIX=/usr/local, DESTDIR= as usual
+#   make uninstall    remove what install put there (same PREFIX, DESTDIR)
 #   make dkms-install copy the module sources to /usr/src/strixpeer-VERSION, build
 #                     and install with DKMS for KVER (default: the running kernel)
 #   make dkms-remove  remove that again, for every kernel
 #   make deb          Debian packages in build/deb/ (strixpeer-dkms, libstrixpeer1,
-#                     libstrixpeer-dev, strixpeer-utils)
+#                     libstrixpeer-dev, strixpeer-utils, and the source package)
 
 VERSION := $(shell cat VERSION)
 KVER ?= $(shell uname -r)
@@ -22,14 +24,24 @@ KDIR ?= /lib/modules/$(KVER)/build
 
 B := build
 PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 DESTDIR ?=
 
 CC ?= cc
 CFLAGS ?= -O2 -g
 LDFLAGS ?=
-# strixpeerctl finds the library beside it in build/; packages pass CLI_RPATH=
+# build/strixpeerctl finds the library beside it in build/. The installed one
+# ($(B)/install/strixpeerctl) finds it in LIBDIR: through the dynamic linker's
+# own search path for the system's directories, else through its RUNPATH.
 CLI_RPATH ?= -Wl,-rpath,'$$ORIGIN'
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+SYS_LIBDIRS := /lib /usr/lib /lib64 /usr/lib64 $(if $(MULTIARCH),/lib/$(MULTIARCH) /usr/lib/$(MULTIARCH))
+CLI_INSTALL_RPATH ?= $(if $(filter $(SYS_LIBDIRS),$(LIBDIR)),,-Wl,-rpath,$(LIBDIR))
+OBJCOPY ?= objcopy
 SP_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wformat=2 \
 	-Wmissing-prototypes -Wstrict-prototypes -Iinclude \
 	-DSP_LIB_VERSION='"$(VERSION)"' -D_FORTIFY_SOURCE=2
@@ -41,6 +53,9 @@ NL_LIBS := $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null || echo -lnl-gen
 
 LIB_SRC := user/lib/libstrixpeer.c user/lib/ctl.c user/lib/reg.c
 LIB_OBJ := $(patsubst user/lib/%.c,$(B)/lib/%.o,$(LIB_SRC))
+# The static library: the same sources without symbol versions, linked into
+# one object whose only global symbols are the API's (the version script's).
+STATIC_OBJ := $(patsubst user/lib/%.c,$(B)/static/%.o,$(LIB_SRC))
 LIB_HDR := include/strixpeer.h include/uapi/strixpeer.h user/lib/internal.h
 CLI_SRC := user/cli/strixpeerctl.c user/cli/print.c
 CLI_HDR := user/cli/print.h
@@ -55,7 +70,7 @@ TEST_BIN := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 TEST_HDR := $(wildcard tests/*.h)
 
 .PHONY: all user lib module module-clean deps check demo install install-lib clean \
-	dkms-install dkms-remove deb
+	dkms-install dkms-remove deb uninstall FORCE
 
 all: module user
 
@@ -66,7 +81,8 @@ ASAN_BIN := $(patsubst %,$(B)/asan/%,$(ASAN_TESTS))
 user: lib $(TEST_BIN) $(ASAN_BIN)
 
 # What 'make install' installs (the Debian packages build this).
-lib: $(LIB_SO) $(B)/libstrixpeer.a $(B)/strixpeerctl $(B)/strixpeer.pc
+lib: $(LIB_SO) $(B)/libstrixpeer.a $(B)/strixpeerctl $(B)/install/strixpeerctl \
+	$(B)/strixpeer.pc $(B)/strixpeerConfig.cmake $(B)/strixpeerConfigVersion.cmake
 
 module:
 	@if [ -f "$(KDIR)/Makefile" ]; then \
@@ -79,7 +95,7 @@ module:
 module-clean:
 	@if [ -f "$(KDIR)/Makefile" ]; then $(MAKE) -C "$(KDIR)" M="$(CURDIR)" clean; fi
 
-$(B) $(B)/tests $(B)/lib:
+$(B) $(B)/tests $(B)/lib $(B)/static $(B)/install:
 	mkdir -p $@
 
 $(B)/lib/%.o: user/lib/%.c $(LIB_HDR) | $(B)/lib
@@ -92,17 +108,44 @@ $(LIB_SO): $(LIB_OBJ) user/lib/libstrixpeer.map
 	ln -sf $(SONAME).0.0 $(B)/$(SONAME)
 	ln -sf $(SONAME).0.0 $(B)/libstrixpeer.so
 
-$(B)/libstrixpeer.a: $(LIB_OBJ)
+$(B)/static/%.o: user/lib/%.c $(LIB_HDR) | $(B)/static
+	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -fPIC -c -o $@ $<
+
+# The API's names, from the version script.
+$(B)/api.syms: user/lib/libstrixpeer.map | $(B)
+	sed -n 's/^[[:space:]]*\(sp_[a-z0-9_]*\);.*/\1/p' $< > $@
+
+$(B)/libstrixpeer.a: $(STATIC_OBJ) $(B)/api.syms
+	$(CC) -r -nostdlib -o $(B)/static/strixpeer.o $(STATIC_OBJ)
+	$(OBJCOPY) --keep-global-symbols=$(B)/api.syms $(B)/static/strixpeer.o
 	rm -f $@
-	ar rcs $@ $^
+	ar rcs $@ $(B)/static/strixpeer.o
 
 $(B)/strixpeerctl: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(LIB_SO)
 	$(CC) $(CFLAGS) $(SP_CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRC) -L$(B) -lstrixpeer \
 		$(CLI_RPATH) $(DOCTOR_LIBS)
 
-$(B)/strixpeer.pc: user/lib/strixpeer.pc.in VERSION | $(B)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-		-e 's|@VERSION@|$(VERSION)|' $< > $@
+# The installation directories, remembered: what embeds them is rebuilt when
+# they change (make; sudo make install PREFIX=/usr).
+INSTALL_VARS := $(PREFIX) $(LIBDIR) $(INCLUDEDIR) $(CLI_INSTALL_RPATH)
+$(B)/install/vars: FORCE | $(B)/install
+	@echo '$(INSTALL_VARS)' | cmp -s - $@ || echo '$(INSTALL_VARS)' > $@
+
+$(B)/install/strixpeerctl: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(LIB_SO) $(B)/install/vars
+	$(CC) $(CFLAGS) $(SP_CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRC) -L$(B) -lstrixpeer \
+		$(CLI_INSTALL_RPATH)
+
+SUBST_DIRS = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g'
+
+$(B)/strixpeer.pc: user/lib/strixpeer.pc.in VERSION $(B)/install/vars
+	$(SUBST_DIRS) $< > $@
+
+$(B)/strixpeerConfig.cmake: user/lib/strixpeerConfig.cmake.in VERSION $(B)/install/vars
+	$(SUBST_DIRS) $< > $@
+
+$(B)/strixpeerConfigVersion.cmake: user/lib/strixpeerConfigVersion.cmake.in VERSION
+	$(SUBST_DIRS) $< > $@
 
 # Test programs link the static library, so they run anywhere (VM included).
 $(B)/tests/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(B)/libstrixpeer.a | $(B)/tests
@@ -138,26 +181,54 @@ demo: deps
 
 install: user install-lib
 
+# Everything install-lib puts under DESTDIR: uninstall removes exactly this.
+# Each exported function also gets a man page alias (.so link) to the page
+# that documents it (scripts/man-aliases.sh), so that 'man sp_buf_alloc' works.
+MAN3 := $(notdir $(wildcard docs/man/*.3))
+MAN8 := $(notdir $(wildcard docs/man/*.8))
+MAN_ALIASES = $(shell scripts/man-aliases.sh docs/man user/lib/libstrixpeer.map)
+CMAKEDIR := $(LIBDIR)/cmake/strixpeer
+INSTALLED = $(LIBDIR)/$(SONAME).0.0 $(LIBDIR)/$(SONAME) $(LIBDIR)/libstrixpeer.so \
+	$(LIBDIR)/libstrixpeer.a $(LIBDIR)/pkgconfig/strixpeer.pc \
+	$(CMAKEDIR)/strixpeerConfig.cmake $(CMAKEDIR)/strixpeerConfigVersion.cmake \
+	$(INCLUDEDIR)/strixpeer.h $(BINDIR)/strixpeerctl \
+	$(addprefix $(MANDIR)/man3/,$(MAN3)) $(addprefix $(MANDIR)/man8/,$(MAN8)) \
+	$(foreach a,$(MAN_ALIASES),$(MANDIR)/man3/$(firstword $(subst :, ,$(a))).3) \
+	$(BASHCOMPDIR)/strixpeerctl
+
+# The dynamic linker's cache, when installing for real (not into DESTDIR).
+LDCONFIG = if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ] && command -v ldconfig >/dev/null; \
+	then ldconfig; fi
+
 install-lib: lib
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
-		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/sbin \
-		$(DESTDIR)$(PREFIX)/share/man/man3 $(DESTDIR)$(PREFIX)/share/man/man8
+	install -d $(addprefix $(DESTDIR),$(LIBDIR)/pkgconfig $(CMAKEDIR) $(INCLUDEDIR) \
+		$(BINDIR) $(MANDIR)/man3 $(MANDIR)/man8 $(BASHCOMPDIR))
 	install -m 0644 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(SONAME).0.0 $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME).0.0 $(DESTDIR)$(LIBDIR)/libstrixpeer.so
 	install -m 0644 $(B)/libstrixpeer.a $(DESTDIR)$(LIBDIR)/
 	install -m 0644 $(B)/strixpeer.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
-	install -m 0644 include/strixpeer.h $(DESTDIR)$(PREFIX)/include/
-	install -m 0755 $(B)/strixpeerctl $(DESTDIR)$(PREFIX)/sbin/
-	install -m 0644 docs/man/*.3 $(DESTDIR)$(PREFIX)/share/man/man3/
-	install -m 0644 docs/man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
-	install -D -m 0644 user/cli/strixpeerctl.bash-completion \
-		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/strixpeerctl
+	install -m 0644 $(B)/strixpeerConfig.cmake $(B)/strixpeerConfigVersion.cmake \
+		$(DESTDIR)$(CMAKEDIR)/
+	install -m 0644 include/strixpeer.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 0755 $(B)/install/strixpeerctl $(DESTDIR)$(BINDIR)/
+	install -m 0644 $(addprefix docs/man/,$(MAN3)) $(DESTDIR)$(MANDIR)/man3/
+	install -m 0644 $(addprefix docs/man/,$(MAN8)) $(DESTDIR)$(MANDIR)/man8/
+	for a in $(MAN_ALIASES); do \
+		echo ".so man3/$${a#*:}" > $(DESTDIR)$(MANDIR)/man3/$${a%%:*}.3 || exit 1; done
+	install -m 0644 user/cli/strixpeerctl.bash-completion $(DESTDIR)$(BASHCOMPDIR)/strixpeerctl
+	$(LDCONFIG)
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	-rmdir $(DESTDIR)$(CMAKEDIR) 2>/dev/null
+	$(LDCONFIG)
 
 # DKMS from a checkout: the same sources and dkms.conf the strixpeer-dkms
 # package installs, in /usr/src/strixpeer-$(VERSION)/.
 DKMS_SRC := /usr/src/strixpeer-$(VERSION)
 DKMS_FILES := Kbuild VERSION $(wildcard kmod/*.c kmod/*.h) kmod/conftest.sh \
+	scripts/dkms-post-build.sh \
 	include/uapi/strixpeer.h
 
 dkms-install:
@@ -176,8 +247,9 @@ dkms-remove:
 		dkms remove strixpeer/$(VERSION) --all; fi
 	rm -rf $(DKMS_SRC)
 
-# Binary packages built from a clean copy of the tree (tracked files plus
-# untracked ones that are not ignored), so build/ never leaks into them.
+# The source package and the binary packages, built from a clean copy of the
+# tree (tracked files plus untracked ones that are not ignored), so build/
+# never leaks into them.
 deb:
 	rm -rf $(B)/deb
 	mkdir -p $(B)/deb/strixpeer-$(VERSION)
@@ -189,7 +261,7 @@ deb:
 		tar --exclude=./build --exclude='*.o' --exclude='*.ko' --exclude=kmod/conftest.h \
 			-cf - . | tar -xf - -C $(B)/deb/strixpeer-$(VERSION); \
 	fi
-	cd $(B)/deb/strixpeer-$(VERSION) && dpkg-buildpackage -b -us -uc \
+	cd $(B)/deb/strixpeer-$(VERSION) && dpkg-buildpackage -us -uc \
 		> ../build.log 2>&1 || { tail -n 30 ../build.log; exit 1; }
 	@ls $(B)/deb/*.deb
 

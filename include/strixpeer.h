@@ -5,6 +5,10 @@
  * Every function that can fail returns 0 (or a positive value where
  * documented) on success and a negative errno on failure; sp_errmsg()
  * then describes the failure of the calling thread's last call in words.
+ *
+ * Build with pkg-config --cflags --libs strixpeer (it adds -libverbs), or
+ * CMake's find_package(strixpeer) and strixpeer::strixpeer. Every function,
+ * struct and error: libstrixpeer(3).
  */
 #ifndef STRIXPEER_H
 #define STRIXPEER_H
@@ -151,7 +155,9 @@ int sp_dev_version(const struct sp_dev *dev, struct sp_version *ver);
  * ibv_reg_mr() on any verbs device.
  *
  * Return: 0 or negative errno (-EFBIG: above the module's max_buf_size;
- * -EDQUOT: RLIMIT_MEMLOCK; -ENOMEM: the pages could not be had).
+ * -ENOSPC: all buffers together would exceed max_pinned_bytes; -EDQUOT:
+ * RLIMIT_MEMLOCK; -ENOMEM: the pages could not be had; -EINVAL: unknown
+ * flags, or a node that is not online or has no memory).
  */
 int sp_buf_alloc(struct sp_dev *dev, size_t size, int node,
 		 unsigned int flags, struct sp_buf **bufp);

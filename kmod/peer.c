@@ -83,8 +83,11 @@ module_param_string(peer_client_name, sp_peer_name, sizeof(sp_peer_name),
 MODULE_PARM_DESC(peer_client_name,
 		 "PeerDirect client name (default strixpeer; memory_peers/<name> in sysfs)");
 
+/* Kbuild passes its own when OFED is installed but not built for this kernel. */
+#ifndef SP_REASON_NO_API
 #define SP_REASON_NO_API \
 	"built without the peer-memory API: ib_register_peer_memory_client was not found in the kernel's Module.symvers, MLNX_OFED/DOCA-OFED's, or SP_PEER_SYMVERS"
+#endif
 
 static const char *sp_reason = SP_REASON_NO_API;
 

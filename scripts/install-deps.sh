@@ -5,6 +5,7 @@
 # root is this host's; patchelf and debian-archive-keyring: Debian sid's
 # kernel and toolchain, tests/vm/sid-toolchain.sh). Idempotent: packages already
 # present are not touched, and apt is not contacted when nothing is missing.
+# lintian and cmake: tests/lintian-check.sh and tests/install-check.sh.
 set -eu
 
 PKGS="
@@ -45,6 +46,8 @@ adduser
 passwd
 util-linux
 man-db
+lintian
+cmake
 "
 
 missing=""

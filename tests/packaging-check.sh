@@ -11,19 +11,7 @@
 #   completes commands, keys and values.
 set -u
 cd "$(dirname "$0")/.." || exit 1
-n=0
-failed=0
-cases=()
-result() {	# result <0|1> <name> [detail]
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		cases+=("ok $n $2")
-	else
-		cases+=("not ok $n $2")
-		[ -n "${3:-}" ] && cases+=("# $3")
-		failed=$((failed + 1))
-	fi
-}
+. tests/tap.sh
 
 # --- dkms.conf ----------------------------------------------------------------
 conf=$(
@@ -63,8 +51,7 @@ while read -r name kver root; do
 	done
 done <<< "$kernels"
 if [ -z "$kernels" ]; then
-	n=$((n + 1))
-	cases+=("ok $n matrix_kernels_have_the_required_options # SKIP no kernels fetched yet")
+	skip matrix_kernels_have_the_required_options "no kernels fetched yet"
 else
 	[ -z "$missing" ]
 	result $? "matrix_kernels_have_the_required_options" "missing:$missing"
@@ -108,9 +95,8 @@ want config_keys "max_buf_size max_pinned_bytes" config set max
 want config_value "yes no" config set require_huge ''
 want stats_format "prometheus" stats -f p
 want buf_pid "pid" buf show ''
-want nothing_after_monitor "" monitor ''
+want monitor_timestamp "-t" monitor ''
+want nothing_after_monitor_t "" monitor -t ''
+want option_timestamp "--timestamp" --t
 
-echo "TAP version 13"
-echo "1..$n"
-printf '%s\n' "${cases[@]}"
-[ "$failed" -eq 0 ]
+finish

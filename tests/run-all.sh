@@ -86,6 +86,14 @@ record_tap "host/packaging-check" "$out/packaging-check.tap"
 # strixpeerctl doctor against generated fixture trees (tests/doctor/).
 build/tests/doctor-test "$out/doctor-fixtures" > "$out/doctor.tap" 2>&1
 record_tap "host/doctor" "$out/doctor.tap"
+# strixpeerctl's command line; make install/uninstall and README's build
+# commands; lintian on the source and binary packages.
+tests/cli-host.sh > "$out/cli-host.tap" 2>&1
+record_tap "host/cli-host" "$out/cli-host.tap"
+tests/install-check.sh > "$out/install-check.tap" 2>&1
+record_tap "host/install-check" "$out/install-check.tap"
+tests/lintian-check.sh > "$out/lintian-check.tap" 2>&1
+record_tap "host/lintian-check" "$out/lintian-check.tap"
 
 # promtool checks strixpeerctl's Prometheus output inside the VM.
 SP_PROMTOOL=$(tests/fetch-promtool.sh) || SP_PROMTOOL=
@@ -97,6 +105,10 @@ if ! tests/vm/kernels.sh fetch > "$out/kernels.log" 2>&1; then
 	tail -n 20 "$out/kernels.log"
 fi
 mapfile -t kernels < <(tests/vm/kernels.sh list 2> /dev/null)
+
+# Where the PeerDirect build finds OFED's symbols (6.12's headers).
+tests/kbuild-ofed-check.sh > "$out/kbuild-ofed-check.tap" 2>&1
+record_tap "host/kbuild-ofed-check" "$out/kbuild-ofed-check.tap"
 [ ${#kernels[@]} -gt 0 ] || record fail "host/kernels_available" "tests/vm/kernels.sh list is empty"
 
 want=${SP_KERNELS:-}

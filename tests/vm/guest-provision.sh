@@ -154,12 +154,20 @@ mode_node_install() {
 	check dev_package_static_library_links bash -c \
 		"cc -Wall -Werror \$(pkg-config --cflags strixpeer) -o /usr/local/lib/strixpeer-test/alloc-static \
 			tests/vm/provision-alloc.c -Wl,-Bstatic -lstrixpeer -Wl,-Bdynamic \
-			\$(pkg-config --libs libnl-genl-3.0) &&
+			\$(pkg-config --libs libnl-genl-3.0 libibverbs) &&
 		 ! ldd /usr/local/lib/strixpeer-test/alloc-static | grep -q libstrixpeer"
+	check dev_package_cmake_finds_strixpeer bash -c \
+		"d=\$(mktemp -d) && cp tests/vm/provision-alloc.c \$d/ &&
+		 printf 'cmake_minimum_required(VERSION 3.13)\nproject(a C)\nfind_package(strixpeer $version REQUIRED)\nadd_executable(a provision-alloc.c)\ntarget_link_libraries(a PRIVATE strixpeer::strixpeer)\n' > \$d/CMakeLists.txt &&
+		 cmake -S \$d -B \$d/b && cmake --build \$d/b &&
+		 ldd \$d/b/a | grep -q 'libstrixpeer.so.1 => /\(usr/\)\{0,1\}lib/x86_64-linux-gnu/'"
 	check installed_cli_uses_installed_library bash -c \
-		"ldd /usr/sbin/strixpeerctl | grep 'libstrixpeer.so.1 => /\(usr/\)\{0,1\}lib/x86_64-linux-gnu/libstrixpeer.so.1 ' &&
-		 strixpeerctl -V"
-	check man_pages_installed bash -c 'man -w 8 strixpeerctl && man -w 3 libstrixpeer'
+		"ldd /usr/bin/strixpeerctl | grep 'libstrixpeer.so.1 => /\(usr/\)\{0,1\}lib/x86_64-linux-gnu/libstrixpeer.so.1 ' &&
+		 ! readelf -d /usr/bin/strixpeerctl | grep -q 'R\(UN\)\{0,1\}PATH' &&
+		 [ \"\$(setpriv --reuid=sp-other --regid=sp-other --clear-groups env -i PATH=/usr/local/bin:/usr/bin:/bin \
+			bash -c 'command -v strixpeerctl')\" = /usr/bin/strixpeerctl ] && strixpeerctl -V"
+	check man_pages_installed bash -c 'man -w 8 strixpeerctl && man -w 3 libstrixpeer &&
+		MANPAGER=cat man sp_buf_alloc | grep -q sp_buf_alloc'
 	check bash_completion_installed bash -c \
 		'. /usr/share/bash-completion/completions/strixpeerctl && complete -p strixpeerctl'
 
@@ -270,6 +278,8 @@ mode_boot() {
 	[ $st -ne 0 ] && grep -q 'open: EACCES' "$out/other-user-$kver.txt"
 	case_ $? "user_outside_rdma_gets_EACCES"
 	check installed_cli_talks_to_module bash -c 'strixpeerctl status && strixpeerctl -j config show'
+	check rdma_group_user_runs_cli run_as sp-rdma env -i PATH=/usr/local/bin:/usr/bin:/bin \
+		strixpeerctl status
 	check modprobe_r_and_modprobe bash -c 'modprobe -r strixpeer && modprobe strixpeer'
 	finish
 }

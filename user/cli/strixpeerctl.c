@@ -2,21 +2,30 @@
 /*
  * strixpeerctl - show, tune and watch strixpeer on a node.
  *
- *   strixpeerctl [-j] [-p] OBJECT [COMMAND] [args]
+ *   strixpeerctl [-j] [-p] [-t] OBJECT [COMMAND] [args]
  *
- * Words are matched by prefix ("st" for "status"). Every command prints
- * through print.c, so each has a table and a JSON (-j) form.
+ * Words are matched exactly or by a unique prefix ("conf sh"; "st" is
+ * ambiguous: status, stats). "help" (or -h) works at every level; extra
+ * arguments are errors. Every command prints through print.c, so each has a
+ * table and a JSON (-j) form. Exit status: 0 success, 1 the module is
+ * missing or refused, 2 usage error.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <linux/capability.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "doctor/doctor.h"
 #include "print.h"
@@ -29,39 +38,162 @@ struct cmd {
 };
 
 static bool json;
+static bool timestamps;		/* -t: monitor prints when each event came */
 
-static bool matches(const char *word, const char *name)
+/*
+ * Each object's usage, for "strixpeerctl OBJECT help" (and "OBJECT COMMAND
+ * help"). Objects not listed here handle "help" themselves.
+ */
+static const struct {
+	const char *object, *usage;
+} usages[] = {
+	{ "status", "strixpeerctl [-j] status\n" },
+	{ "version", "strixpeerctl [-j] version\n" },
+	{ "buf", "strixpeerctl [-j] buf show [pid PID]\n" },
+	{ "stats", "strixpeerctl [-j] stats\n"
+		   "strixpeerctl stats -f prometheus\n" },
+	{ "config", "strixpeerctl [-j] config show\n"
+		    "strixpeerctl config set KEY VALUE      (needs CAP_NET_ADMIN)\n"
+		    "\n"
+		    "keys (exact, or a unique prefix):\n"
+		    "  max_buf_size BYTES       largest buffer\n"
+		    "  max_pinned_bytes BYTES   all buffers together; 0 or unlimited: no limit\n"
+		    "  default_node N           NUMA node; -1: the caller's\n"
+		    "  require_huge BOOL        2 MiB pages or fail\n"
+		    "BYTES: decimal, with an optional K, M, G or T suffix (powers of 1024)\n"
+		    "BOOL: y, yes, true, on, 1 / n, no, false, off, 0\n" },
+	{ "monitor", "strixpeerctl [-j] [-t] monitor [-t]\n" },
+	{ "help", "strixpeerctl help [OBJECT]\n" },
+};
+
+static bool is_help(const char *word)
 {
-	size_t n = strlen(word);
-
-	return n > 0 && strncmp(word, name, n) == 0;
+	return !strcmp(word, "help") || !strcmp(word, "-h") || !strcmp(word, "--help");
 }
 
-static int dispatch(const struct cmd *cmds, const char *what, int argc,
-		    char **argv)
+/* "OBJECT help": its usage on stdout (help is text: -j is refused). */
+static int usage(const char *object)
+{
+	for (size_t i = 0; i < sizeof(usages) / sizeof(usages[0]); i++) {
+		const char *u = usages[i].usage, *nl;
+
+		if (strcmp(usages[i].object, object))
+			continue;
+		if (json) {
+			fprintf(stderr, "strixpeerctl: help has no JSON form (-j)\n");
+			return 2;
+		}
+		for (bool first = true; *u; u = nl + 1, first = false) {
+			nl = strchr(u, '\n');	/* every line ends with one */
+			if (!strncmp(u, "strixpeerctl", 12))
+				fputs(first ? "usage: " : "       ", stdout);
+			fwrite(u, 1, (size_t)(nl - u) + 1, stdout);
+		}
+		return 0;
+	}
+	return -1;
+}
+
+/* A usage error: what is wrong, and where help is. Exit status 2. */
+static int bad_usage(const char *object, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int bad_usage(const char *object, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "strixpeerctl: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "; see \"strixpeerctl %s%shelp\"\n", object ? object : "",
+		object ? " " : "");
+	return 2;
+}
+
+/* No arguments beyond the first @max are allowed. */
+static int extra_args(const char *object, int argc, char **argv, int max)
+{
+	if (argc <= max)
+		return 0;
+	return bad_usage(object, "unexpected argument \"%s\"", argv[max]);
+}
+
+/*
+ * The entry of @table (an array of structs whose first member is the name,
+ * ended by a NULL name) that @word names: its exact name, else the only
+ * name it begins. NULL, with a message saying why, when none or several do.
+ */
+static const void *find_word(const char *what, const char *object, const char *word,
+			     const void *table, size_t stride)
+{
+	const char *p, *hit = NULL;
+	size_t len = strlen(word);
+	int n = 0;
+
+	for (p = table; *(const char *const *)p; p += stride) {
+		const char *name = *(const char *const *)p;
+
+		if (!strcmp(word, name))
+			return p;
+		if (len && !strncmp(word, name, len)) {
+			hit = p;
+			n++;
+		}
+	}
+	if (n == 1)
+		return hit;
+	if (n == 0) {
+		fprintf(stderr, "strixpeerctl: unknown %s \"%s\"; see \"strixpeerctl %s%shelp\"\n",
+			what, word, object ? object : "", object ? " " : "");
+		return NULL;
+	}
+	fprintf(stderr, "strixpeerctl: ambiguous %s \"%s\": could be ", what, word);
+	for (p = table; *(const char *const *)p; p += stride)
+		if (!strncmp(word, *(const char *const *)p, len))
+			fprintf(stderr, "%s%s", *(const char *const *)p, --n == 0 ? "\n" :
+				n == 1 ? " or " : ", ");
+	return NULL;
+}
+
+/* OBJECT COMMAND [args]: the command, "help", or the default (the first). */
+static int dispatch(const struct cmd *cmds, const char *object, int argc, char **argv)
 {
 	const struct cmd *c;
 
 	if (argc < 1)
-		return cmds[0].fn(argc, argv);	/* the first is the default */
-	for (c = cmds; c->name; c++)
-		if (matches(argv[0], c->name))
-			return c->fn(argc - 1, argv + 1);
-	fprintf(stderr, "strixpeerctl: unknown %s \"%s\"; try \"strixpeerctl help\"\n",
-		what, argv[0]);
-	return 2;
+		return cmds[0].fn(argc, argv);
+	if (is_help(argv[0]))
+		return usage(object);
+	c = find_word("command", object, argv[0], cmds, sizeof(*cmds));
+	if (!c)
+		return 2;
+	if (argc > 1 && is_help(argv[1]))
+		return usage(object);
+	return c->fn(argc - 1, argv + 1);
 }
 
-static int fail(const char *what)
+/* The library's message names the operation and, where known, the fix. */
+static int fail(void)
 {
-	fprintf(stderr, "strixpeerctl: %s: %s\n", what, sp_errmsg());
+	fprintf(stderr, "strixpeerctl: %s\n", sp_errmsg());
 	return 1;
+}
+
+/* Whether the module will show this process every buffer (netlink_capable). */
+static bool has_cap(unsigned int cap)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	if (syscall(SYS_capget, &h, d))
+		return false;
+	return d[cap / 32].effective & (1U << (cap % 32));
 }
 
 static int open_ctl(struct sp_ctl **ctl)
 {
 	if (sp_ctl_open(ctl) < 0) {
-		fail("netlink");
+		fail();
 		return -1;
 	}
 	return 0;
@@ -104,8 +236,8 @@ static int cmd_version(int argc, char **argv)
 	char mod[32];
 	int ret;
 
-	(void)argc;
-	(void)argv;
+	if (extra_args("version", argc, argv, 0))
+		return 2;
 	ret = sp_dev_open(NULL, &dev);
 	pr_obj_open(NULL);
 	pr_str("library", "library", sp_lib_version());
@@ -126,15 +258,17 @@ static int cmd_version(int argc, char **argv)
 	return ret ? 1 : 0;
 }
 
+/*
+ * max_pinned_bytes 0 means no limit: JSON keeps the module's 0 (what
+ * config set and the module parameter take), the table says "unlimited".
+ */
 static void print_config(const struct sp_config *cfg)
 {
 	pr_bytes("max_buf_size", "max buffer size", cfg->max_buf_size);
-	if (cfg->max_pinned_bytes)
-		pr_bytes("max_pinned_bytes", "max pinned (node)", cfg->max_pinned_bytes);
-	else if (json)
-		pr_u64("max_pinned_bytes", "max pinned (node)", 0);
+	if (cfg->max_pinned_bytes || json)
+		pr_bytes("max_pinned_bytes", "max pinned (node-wide)", cfg->max_pinned_bytes);
 	else
-		pr_str("max_pinned_bytes", "max pinned (node)", "unlimited");
+		pr_str("max_pinned_bytes", "max pinned (node-wide)", "unlimited");
 	pr_s64("default_node", "default node", cfg->default_node);
 	pr_bool("require_huge", "2 MiB pages required", cfg->require_huge);
 }
@@ -174,20 +308,26 @@ static int tally_buf(const struct sp_buf_entry *e, void *arg)
 	return 0;
 }
 
-/* One screen: module, PeerDirect, memory, sharing, limits, NUMA nodes. */
+/*
+ * One screen: module, PeerDirect, memory, sharing, limits, NUMA nodes.
+ * Counters are node-wide; the buffer tallies cover the buffers the module
+ * lists to the caller (its uid's, all with CAP_SYS_ADMIN): labelled so.
+ */
 static int cmd_status(int argc, char **argv)
 {
+	bool all = has_cap(CAP_SYS_ADMIN);
+	const char *scope = all ? "(all users)" : "(yours)";
 	struct sp_peer_counters pc;
 	struct sp_counters c;
 	struct sp_config cfg;
 	struct sp_info info;
 	struct sp_ctl *ctl = NULL;
 	struct rlimit rl;
-	char text[32];
+	char text[64];
 	int ret;
 
-	(void)argc;
-	(void)argv;
+	if (extra_args("status", argc, argv, 0))
+		return 2;
 	ret = sp_ctl_open(&ctl);
 	if (ret == 0)
 		ret = sp_ctl_info(ctl, &info);
@@ -221,26 +361,30 @@ static int cmd_status(int argc, char **argv)
 		pr_str("reason", "reason", info.peerdirect_reason);
 	if (sp_ctl_peer_stats(ctl, &pc) == 0) {
 		pr_u64("imports", "imports", pc.imports);
-		pr_u64("registrations", "registrations", pc.registrations);
-		pr_u64("claims", "claims", pc.claims);
-		pr_u64("invalidations", "invalidations", pc.invalidations);
+		pr_u64("peer_registrations", "registrations", pc.registrations);
+		pr_u64("peer_claims", "claims", pc.claims);
+		pr_u64("peer_invalidations", "invalidations", pc.invalidations);
 	}
 	pr_obj_close();
 
-	pr_obj_open("memory");
+	pr_obj_open_label("memory", "memory (node-wide)");
 	print_counters(&c, false);
 	pr_obj_close();
 
-	/* What importers and NICs hold of the buffers (this uid's, or all). */
+	/* What importers and NICs hold of the buffers. */
 	{
 		struct buf_tally t = { 0 };
 
 		sp_ctl_bufs(ctl, 0, tally_buf, &t);
 		pr_obj_open("sharing");
-		pr_u64("dmabufs", "dma-bufs alive", c.dmabuf_exports);
-		pr_u64("attachments", "devices attached", c.dmabuf_attachments);
-		pr_u64("exported_buffers", "buffers exported", t.exported);
-		pr_u64("registered_buffers", "buffers pinned by a driver (MR)", t.pinned);
+		pr_u64("dmabuf_exports", "dma-bufs alive (node-wide)", c.dmabuf_exports);
+		pr_u64("dmabuf_attachments", "devices attached (node-wide)", c.dmabuf_attachments);
+		snprintf(text, sizeof(text), "buffers exported %s", scope);
+		pr_u64("exported_buffers", text, t.exported);
+		snprintf(text, sizeof(text), "buffers pinned by a driver (MR) %s", scope);
+		pr_u64("registered_buffers", text, t.pinned);
+		if (json)
+			pr_str("buffers_scope", NULL, all ? "all" : "own");
 		pr_obj_close();
 	}
 
@@ -248,9 +392,9 @@ static int cmd_status(int argc, char **argv)
 	print_config(&cfg);
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
 		if (rl.rlim_cur == RLIM_INFINITY)
-			pr_str("memlock", "RLIMIT_MEMLOCK (mine)", "unlimited");
+			pr_null("memlock", "RLIMIT_MEMLOCK (yours)", "unlimited");
 		else
-			pr_bytes("memlock", "RLIMIT_MEMLOCK (mine)", rl.rlim_cur);
+			pr_bytes("memlock", "RLIMIT_MEMLOCK (yours)", rl.rlim_cur);
 	}
 	pr_obj_close();
 
@@ -302,29 +446,36 @@ static int cmd_buf_show(int argc, char **argv)
 	uint32_t pid = 0;
 	int ret;
 
-	if (argc >= 2 && matches(argv[0], "pid")) {
+	if (argc >= 1 && !strcmp(argv[0], "pid")) {
 		char *end;
-		unsigned long v = strtoul(argv[1], &end, 10);
+		unsigned long v;
 
-		if (*end || !v || v > UINT32_MAX) {
-			fprintf(stderr, "strixpeerctl: bad pid \"%s\"\n", argv[1]);
-			return 2;
-		}
+		if (argc < 2)
+			return bad_usage("buf", "\"pid\" needs a process id");
+		errno = 0;
+		v = strtoul(argv[1], &end, 10);
+		if (errno || *end || end == argv[1] || argv[1][0] == '-' || !v || v > UINT32_MAX)
+			return bad_usage("buf", "bad pid \"%s\": a process id, 1 or more", argv[1]);
 		pid = (uint32_t)v;
+		if (extra_args("buf", argc, argv, 2))
+			return 2;
 	} else if (argc) {
-		fprintf(stderr, "strixpeerctl: usage: buf show [pid N]\n");
-		return 2;
+		return bad_usage("buf", "unexpected argument \"%s\"", argv[0]);
 	}
 	if (open_ctl(&ctl))
 		return 1;
 	pr_arr_open(NULL, NULL);
 	ret = sp_ctl_bufs(ctl, pid, print_buf, &l);
 	pr_arr_close();
-	if (!json && !l.any && ret == 0)
-		printf("no buffers\n");
 	pr_done();
 	sp_ctl_close(ctl);
-	return ret < 0 ? fail("buf show") : 0;
+	if (ret < 0)
+		return fail();
+	if (!json && !l.any)
+		printf("no buffers\n");
+	if (!json && !has_cap(CAP_SYS_ADMIN))
+		printf("(yours only: the module lists every user's buffers to CAP_SYS_ADMIN)\n");
+	return 0;
 }
 
 static const struct cmd buf_cmds[] = {
@@ -334,7 +485,7 @@ static const struct cmd buf_cmds[] = {
 
 static int cmd_buf(int argc, char **argv)
 {
-	return dispatch(buf_cmds, "buf command", argc, argv);
+	return dispatch(buf_cmds, "buf", argc, argv);
 }
 
 /* Prometheus text exposition format, for node_exporter's textfile collector. */
@@ -407,24 +558,38 @@ static int cmd_stats(int argc, char **argv)
 	struct sp_config cfg;
 	struct sp_ctl *ctl;
 
-	if (argc == 2 && !strcmp(argv[0], "-f") && matches(argv[1], "prometheus")) {
+	static const struct {
+		const char *name;
+	} formats[] = { { "prometheus" }, { NULL } };
+
+	if (argc >= 1 && !strcmp(argv[0], "-f")) {
+		if (argc < 2)
+			return bad_usage("stats", "-f needs a format (prometheus)");
+		if (!find_word("format", "stats", argv[1], formats, sizeof(*formats)))
+			return 2;
+		if (json) {
+			fprintf(stderr, "strixpeerctl: stats -f prometheus is not JSON: drop -j\n");
+			return 2;
+		}
 		prom = true;
+		if (extra_args("stats", argc, argv, 2))
+			return 2;
 	} else if (argc) {
-		fprintf(stderr, "strixpeerctl: usage: stats [-f prometheus]\n");
-		return 2;
+		return bad_usage("stats", "unexpected argument \"%s\"", argv[0]);
 	}
 	if (open_ctl(&ctl))
 		return 1;
 	if (sp_ctl_stats(ctl, &c) < 0 || sp_ctl_config_get(ctl, &cfg) < 0 ||
 	    sp_ctl_peer_stats(ctl, &pc) < 0) {
 		sp_ctl_close(ctl);
-		return fail("stats");
+		return fail();
 	}
 	sp_ctl_close(ctl);
 	if (prom) {
 		print_prometheus(&c, &pc, &cfg);
 		return 0;
 	}
+	/* the names are the netlink attributes' and the Prometheus metrics' */
 	pr_obj_open(NULL);
 	print_counters(&c, true);
 	pr_u64("peer_maps", "peer maps", pc.maps);
@@ -440,13 +605,13 @@ static int cmd_config_show(int argc, char **argv)
 	struct sp_config cfg;
 	struct sp_ctl *ctl;
 
-	(void)argc;
-	(void)argv;
+	if (extra_args("config", argc, argv, 0))
+		return 2;
 	if (open_ctl(&ctl))
 		return 1;
 	if (sp_ctl_config_get(ctl, &cfg) < 0) {
 		sp_ctl_close(ctl);
-		return fail("config show");
+		return fail();
 	}
 	sp_ctl_close(ctl);
 	pr_obj_open(NULL);
@@ -456,82 +621,147 @@ static int cmd_config_show(int argc, char **argv)
 	return 0;
 }
 
-/* Bytes with an optional K/M/G/T suffix (powers of 1024). */
+/*
+ * BYTES: decimal digits (no sign, no octal or hex: "010G" is 10 GiB) and an
+ * optional K, M, G or T suffix (powers of 1024; also KiB/KB, ...).
+ */
 static int parse_bytes(const char *s, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
+	static const char units[] = "KMGT";
+	const char *u;
+	uint64_t v = 0;
 	unsigned int shift = 0;
 
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s || *s == '-')
+	if (*s < '0' || *s > '9')
 		return -1;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*s - '0');
 	}
-	if (*end == 'i' && shift)
-		end++;
-	if (*end == 'B')
-		end++;
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
+	if (*s && (u = strchr(units, *s & ~0x20))) {
+		shift = 10 * (unsigned int)(u - units + 1);
+		s++;
+		if (*s == 'i')
+			s++;
+		if (*s == 'B' || *s == 'b')
+			s++;
+	} else if (*s == 'B') {
+		s++;
+	}
+	if (*s || v > (UINT64_MAX >> shift))
 		return -1;
-	*out = (uint64_t)v << shift;
+	*out = v << shift;
 	return 0;
+}
+
+/* BOOL: y/yes/true/on/1 or n/no/false/off/0, any case. */
+static int parse_bool(const char *s, int *out)
+{
+	static const char *const yes[] = { "y", "yes", "true", "on", "1" };
+	static const char *const no[] = { "n", "no", "false", "off", "0" };
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcasecmp(s, yes[i]))
+			return *out = 1, 0;
+		if (!strcasecmp(s, no[i]))
+			return *out = 0, 0;
+	}
+	return -1;
+}
+
+/* N: a decimal NUMA node, or -1. */
+static int parse_node(const char *s, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < -1 || v > 1023 || (s[0] == '0' && s[1]))
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+static const struct config_key {
+	const char *name;
+	unsigned int mask;
+	const char *value;	/* what the value must be, for messages */
+} config_keys[] = {
+	{ "max_buf_size", SP_CONFIG_MAX_BUF_SIZE,
+	  "a size in bytes: decimal, with an optional K, M, G or T suffix" },
+	{ "max_pinned_bytes", SP_CONFIG_MAX_PINNED_BYTES,
+	  "a size in bytes (decimal, optional K, M, G or T suffix), or 0 or unlimited" },
+	{ "default_node", SP_CONFIG_DEFAULT_NODE, "a NUMA node number, or -1" },
+	{ "require_huge", SP_CONFIG_REQUIRE_HUGE,
+	  "y, yes, true, on, 1, n, no, false, off or 0" },
+	{ NULL, 0, NULL },
+};
+
+/*
+ * A limit below what buffers already pin stops new allocations, and frees
+ * nothing: say so (the change is still made).
+ */
+static void warn_below_pinned(struct sp_ctl *ctl, const struct sp_config *cfg,
+			      unsigned int mask)
+{
+	char want[32], have[32];
+	struct sp_counters c;
+
+	if (!(mask & SP_CONFIG_MAX_PINNED_BYTES) || !cfg->max_pinned_bytes ||
+	    sp_ctl_stats(ctl, &c) < 0 || c.pinned_bytes <= cfg->max_pinned_bytes)
+		return;
+	pr_format_bytes(want, sizeof(want), cfg->max_pinned_bytes);
+	pr_format_bytes(have, sizeof(have), c.pinned_bytes);
+	fprintf(stderr, "strixpeerctl: warning: max_pinned_bytes %s is below the %s that "
+		"buffers pin now: they stay, and new buffers fail (ENOSPC) until enough "
+		"are freed\n", want, have);
 }
 
 /* config set KEY VALUE */
 static int cmd_config_set(int argc, char **argv)
 {
+	const struct config_key *k;
 	struct sp_config cfg = { 0 };
-	unsigned int mask;
 	struct sp_ctl *ctl;
-	const char *key;
+	const char *val;
 	int ret;
 
-	if (argc != 2) {
-		fprintf(stderr, "strixpeerctl: usage: config set KEY VALUE\n"
-			"  keys: max_buf_size BYTES, max_pinned_bytes BYTES (0: unlimited),\n"
-			"        default_node N (-1: caller's node), require_huge yes|no\n");
+	if (argc < 2)
+		return bad_usage("config", "config set needs KEY VALUE");
+	if (extra_args("config", argc, argv, 2))
 		return 2;
-	}
-	key = argv[0];
-	if (matches(key, "max_buf_size")) {
-		mask = SP_CONFIG_MAX_BUF_SIZE;
-		ret = parse_bytes(argv[1], &cfg.max_buf_size);
-	} else if (matches(key, "max_pinned_bytes")) {
-		mask = SP_CONFIG_MAX_PINNED_BYTES;
-		ret = parse_bytes(argv[1], &cfg.max_pinned_bytes);
-	} else if (matches(key, "default_node")) {
-		char *end;
-		long v = strtol(argv[1], &end, 10);
-
-		mask = SP_CONFIG_DEFAULT_NODE;
-		cfg.default_node = (int)v;
-		ret = (*end || end == argv[1] || v < -1 || v > 1023) ? -1 : 0;
-	} else if (matches(key, "require_huge")) {
-		mask = SP_CONFIG_REQUIRE_HUGE;
-		ret = 0;
-		if (!strcmp(argv[1], "yes") || !strcmp(argv[1], "1") || !strcmp(argv[1], "on"))
-			cfg.require_huge = 1;
-		else if (strcmp(argv[1], "no") && strcmp(argv[1], "0") && strcmp(argv[1], "off"))
-			ret = -1;
-	} else {
-		fprintf(stderr, "strixpeerctl: unknown config key \"%s\"\n", key);
+	k = find_word("config key", "config", argv[0], config_keys, sizeof(*config_keys));
+	if (!k)
 		return 2;
+	val = argv[1];
+	switch (k->mask) {
+	case SP_CONFIG_MAX_BUF_SIZE:
+		ret = parse_bytes(val, &cfg.max_buf_size);
+		break;
+	case SP_CONFIG_MAX_PINNED_BYTES:
+		ret = strcmp(val, "unlimited") ? parse_bytes(val, &cfg.max_pinned_bytes) : 0;
+		break;
+	case SP_CONFIG_DEFAULT_NODE:
+		ret = parse_node(val, &cfg.default_node);
+		break;
+	default:
+		ret = parse_bool(val, &cfg.require_huge);
+		break;
 	}
 	if (ret) {
-		fprintf(stderr, "strixpeerctl: bad value \"%s\" for %s\n", argv[1], key);
+		fprintf(stderr, "strixpeerctl: bad value \"%s\" for %s: %s\n", val, k->name,
+			k->value);
 		return 2;
 	}
 	if (open_ctl(&ctl))
 		return 1;
-	ret = sp_ctl_config_set(ctl, &cfg, mask);
+	ret = sp_ctl_config_set(ctl, &cfg, k->mask);
+	if (ret == 0)
+		warn_below_pinned(ctl, &cfg, k->mask);
 	sp_ctl_close(ctl);
-	return ret < 0 ? fail("config set") : 0;
+	return ret < 0 ? fail() : 0;
 }
 
 static const struct cmd config_cmds[] = {
@@ -542,7 +772,7 @@ static const struct cmd config_cmds[] = {
 
 static int cmd_config(int argc, char **argv)
 {
-	return dispatch(config_cmds, "config command", argc, argv);
+	return dispatch(config_cmds, "config", argc, argv);
 }
 
 static const char *const limit_names[] = {
@@ -586,9 +816,22 @@ static int print_event(const struct sp_event *ev, void *arg)
 	const char *reason = why < 6 && reason_names[why] ? reason_names[why] : NULL;
 	unsigned int ex = (unsigned int)ev->export_event;
 	const char *export = ex < 5 && export_names[ex] ? export_names[ex] : "?";
+	struct timespec now;
 
 	(void)arg;
+	if (timestamps)
+		clock_gettime(CLOCK_REALTIME, &now);
 	if (!json) {
+		if (timestamps) {
+			struct tm tm;
+			char when[64];
+
+			localtime_r(&now.tv_sec, &tm);
+			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+			printf("[%s.%06ld", when, now.tv_nsec / 1000);
+			strftime(when, sizeof(when), "%z", &tm);
+			printf("%.3s:%s] ", when, when + 3);
+		}
 		switch (ev->type) {
 		case SP_EVENT_BUF_CREATED:
 		case SP_EVENT_BUF_FREED:
@@ -624,6 +867,14 @@ static int print_event(const struct sp_event *ev, void *arg)
 	/* -j: one JSON object per line */
 	pr_init(true, false);
 	pr_obj_open(NULL);
+	if (timestamps) {
+		char when[32];
+
+		/* seconds since the epoch, as a number with microseconds */
+		snprintf(when, sizeof(when), "%lld.%06ld", (long long)now.tv_sec,
+			 now.tv_nsec / 1000);
+		pr_number("timestamp", "timestamp", when);
+	}
 	pr_str("event", "event", types[ev->type]);
 	if (ev->type == SP_EVENT_BUF_CREATED || ev->type == SP_EVENT_BUF_FREED) {
 		pr_obj_open("buf");
@@ -663,20 +914,26 @@ static int print_event(const struct sp_event *ev, void *arg)
 	return 0;
 }
 
+/* monitor [-t] (or strixpeerctl -t monitor, as ip -t monitor) */
 static int cmd_monitor(int argc, char **argv)
 {
 	struct sp_ctl *ctl;
 	int ret;
 
-	(void)argc;
-	(void)argv;
+	if (argc >= 1 && (!strcmp(argv[0], "-t") || !strcmp(argv[0], "--timestamp"))) {
+		timestamps = true;
+		argc--;
+		argv++;
+	}
+	if (argc)
+		return bad_usage("monitor", "unexpected argument \"%s\"", argv[0]);
 	if (open_ctl(&ctl))
 		return 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	ret = sp_ctl_monitor_ex(ctl, SP_MONITOR_PEER | SP_MONITOR_EXPORT,
 				print_event, NULL);
 	sp_ctl_close(ctl);
-	return ret < 0 ? fail("monitor") : 0;
+	return ret < 0 ? fail() : 0;
 }
 
 /* doctor: what is wrong with this RDMA node (user/cli/doctor/) */
@@ -702,13 +959,34 @@ static const struct cmd top_cmds[] = {
 static int cmd_help(int argc, char **argv)
 {
 	const struct cmd *c;
+	int ret;
 
-	(void)argc;
-	(void)argv;
-	printf("usage: strixpeerctl [-j] [-p] OBJECT [COMMAND] [args]\n\n"
-	       "  -j, --json     JSON output\n"
-	       "  -p, --pretty   indented JSON (with -j)\n"
-	       "  -V, --version  print the library version\n\nobjects:\n");
+	if (argc >= 1) {	/* help OBJECT */
+		c = find_word("object", NULL, argv[0], top_cmds, sizeof(*top_cmds));
+		if (!c)
+			return 2;
+		if (extra_args("help", argc, argv, 1))
+			return 2;
+		ret = usage(c->name);
+		if (ret >= 0)
+			return ret;
+		char *help[] = { (char *)"help", NULL };
+
+		return c->fn(1, help);	/* objects that explain themselves */
+	}
+	if (json) {
+		fprintf(stderr, "strixpeerctl: help has no JSON form (-j)\n");
+		return 2;
+	}
+	printf("usage: strixpeerctl [OPTIONS] OBJECT [COMMAND] [ARGS]\n"
+	       "       strixpeerctl OBJECT help\n\n"
+	       "  -j, --json       JSON output (every object; not with stats -f prometheus)\n"
+	       "  -p, --pretty     indented JSON (implies -j)\n"
+	       "  -t, --timestamp  monitor: the time of each event\n"
+	       "  -V, --version    print the library version\n"
+	       "  -h, --help       this text\n\n"
+	       "Words may be shortened to a unique prefix. Without an object: status.\n\n"
+	       "objects:\n");
 	for (c = top_cmds; c->name; c++)
 		printf("  %-10s %s\n", c->name, c->help);
 	return 0;
@@ -719,30 +997,68 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "pretty", no_argument, NULL, 'p' },
+		{ "timestamp", no_argument, NULL, 't' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool pretty = false;
+	const struct cmd *obj;
+	bool pretty = false, version = false, help = false;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+jpVh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+jptVh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
 			break;
 		case 'p':
-			pretty = true;
+			json = pretty = true;
+			break;
+		case 't':
+			timestamps = true;
 			break;
 		case 'V':
-			printf("strixpeerctl %s\n", sp_lib_version());
-			return 0;
+			version = true;
+			break;
 		case 'h':
-			return cmd_help(0, NULL);
+			help = true;
+			break;
 		default:
+			fprintf(stderr, "strixpeerctl: see \"strixpeerctl help\"\n");
 			return 2;
 		}
 	}
+	argc -= optind;
+	argv += optind;
 	pr_init(json, pretty);
-	return dispatch(top_cmds, "object", argc - optind, argv + optind);
+	if (help)
+		return cmd_help(argc, argv);
+	if (version) {
+		if (extra_args(NULL, argc, argv, 0))
+			return 2;
+		if (!json) {
+			printf("strixpeerctl %s\n", sp_lib_version());
+			return 0;
+		}
+		pr_obj_open(NULL);
+		pr_str("library", "library", sp_lib_version());
+		pr_obj_close();
+		pr_done();
+		return 0;
+	}
+	if (argc < 1)
+		obj = &top_cmds[0];	/* the first is the default */
+	else if (!(obj = find_word("object", NULL, argv[0], top_cmds, sizeof(*top_cmds))))
+		return 2;
+	if (timestamps && strcmp(obj->name, "monitor")) {
+		fprintf(stderr, "strixpeerctl: -t is for monitor only\n");
+		return 2;
+	}
+	if (argc > 1 && is_help(argv[1])) {
+		int ret = usage(obj->name);
+
+		if (ret >= 0)
+			return ret;
+	}
+	return obj->fn(argc > 0 ? argc - 1 : 0, argv + (argc > 0));
 }

@@ -1,0 +1,26 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+#   man-aliases.sh <man page dir> <version script>
+#
+# Prints "function:page" for every function the library exports (the
+# version script's names) that has no page of its own: the section 3 page
+# whose NAME line lists it, else libstrixpeer.3. 'make install' makes each
+# an alias (a .so link: 'man sp_buf_alloc' shows libstrixpeer(3)); the
+# Debian package turns them into symlinks.
+set -eu
+dir=$1
+map=$2
+for f in $(sed -n 's/^[[:space:]]*\(sp_[a-z0-9_]*\);.*/\1/p' "$map"); do
+	[ -e "$dir/$f.3" ] && continue
+	page=libstrixpeer.3
+	for p in "$dir"/*.3; do
+		# the NAME section's line: "a, b, c \- what they do"
+		if sed -n '/^\.SH NAME/{n;p;q;}' "$p" | sed 's/\\-.*//' | tr ', ' '\n\n' |
+			grep -qx "$f"; then
+			page=$(basename "$p")
+			break
+		fi
+	done
+	echo "$f:$page"
+done

@@ -1,0 +1,53 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The Debian packages as Debian's own checker sees them (tests/run-all.sh):
+# 'make deb' builds the source package and the four binary packages, and
+# lintian finds no error or warning in any of them (the .changes names them
+# all). Informational tags are printed as TAP comments. Prints TAP.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+echo "TAP version 13"
+if ! command -v lintian > /dev/null; then
+	echo "1..0 # SKIP lintian not installed (scripts/install-deps.sh installs it)"
+	exit 0
+fi
+echo "1..3"
+out=build/lintian-check
+rm -rf "$out"
+mkdir -p "$out"
+failed=0
+if make -s deb > "$out/make-deb.log" 2>&1; then
+	echo "ok 1 make_deb_builds_source_and_binary_packages"
+else
+	echo "not ok 1 make_deb_builds_source_and_binary_packages"
+	tail -n 20 "$out/make-deb.log" | sed 's/^/# /'
+	echo "not ok 2 lintian_no_errors_or_warnings # make deb failed"
+	echo "not ok 3 changes_names_source_and_every_package # make deb failed"
+	exit 1
+fi
+changes=$(ls build/deb/strixpeer_*.changes 2> /dev/null | head -n 1)
+lintian --pedantic --fail-on error,warning "$changes" > "$out/lintian.txt" 2> "$out/lintian.err"
+rc=$?
+if [ $rc -eq 0 ] && ! grep -q '^[EW]: ' "$out/lintian.txt"; then
+	echo "ok 2 lintian_no_errors_or_warnings"
+else
+	echo "not ok 2 lintian_no_errors_or_warnings"
+	failed=1
+fi
+sed 's/^/# /' "$out/lintian.txt" | head -n 40
+grep -v 'running with root privileges' "$out/lintian.err" | sed 's/^/# /' | head -n 10
+files=$(sed -n '/^Files:/,/^[^ ]/p' "$changes")
+miss=""
+for f in '\.dsc$' '\.tar\.xz$' 'strixpeer-dkms_.*_all\.deb$' 'libstrixpeer1_.*\.deb$' \
+	'libstrixpeer-dev_.*\.deb$' 'strixpeer-utils_.*\.deb$'; do
+	echo "$files" | grep -q "$f" || miss="$miss $f"
+done
+if [ -z "$miss" ]; then
+	echo "ok 3 changes_names_source_and_every_package"
+else
+	echo "not ok 3 changes_names_source_and_every_package"
+	echo "# missing:$miss"
+	failed=1
+fi
+[ $failed -eq 0 ]
