@@ -133,7 +133,7 @@ $(B)/install/vars: FORCE | $(B)/install
 
 $(B)/install/strixpeerctl: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(LIB_SO) $(B)/install/vars
 	$(CC) $(CFLAGS) $(SP_CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRC) -L$(B) -lstrixpeer \
-		$(CLI_INSTALL_RPATH)
+		$(CLI_INSTALL_RPATH) $(DOCTOR_LIBS)
 
 SUBST_DIRS = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 	-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g'
