@@ -60,6 +60,24 @@ else
 	tail -n 20 "$out/build-user.log"
 fi
 
+# The examples (UCX, Open MPI, rdma_cm; the VM's engine tests run them),
+# and checkpatch on the amdkfd stand-in the VM builds (tests/kmod/amdkfd_stub).
+if make -s examples > "$out/build-examples.log" 2>&1 &&
+	! grep -q 'left out' "$out/build-examples.log"; then
+	record ok "host/build_examples_Werror"
+else
+	record fail "host/build_examples_Werror" "see $out/build-examples.log"
+	tail -n 20 "$out/build-examples.log"
+fi
+if [ -f ../shared/tools/checkpatch/checkpatch.pl ]; then
+	if perl ../shared/tools/checkpatch/checkpatch.pl --no-tree --terse -q -f \
+		tests/kmod/amdkfd_stub/*.c > "$out/checkpatch-amdkfd-stub.log" 2>&1; then
+		record ok "host/checkpatch_amdkfd_stub"
+	else
+		record fail "host/checkpatch_amdkfd_stub" "see $out/checkpatch-amdkfd-stub.log"
+	fi
+fi
+
 checkpatch=../shared/tools/checkpatch/checkpatch.pl
 if [ -f "$checkpatch" ]; then
 	if perl "$checkpatch" --no-tree --terse -q -f kmod/*.c kmod/*.h include/uapi/strixpeer.h \
