@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 	for (size_t sz = 8; nranks > 1 && sz <= max; sz *= 8) {
 		int n = (int)(2 * max / sz);
 
-		n = n > iters ? iters : n < 2 ? 2 : n;
+		n = n > iters ? iters : n < 1 ? 1 : n;
 		for (int v = 0; v < 2; v++)
 			bw[v] = pingpong(b[v][0], b[v][1], (int)sz, n);
 		if (rank == 0)

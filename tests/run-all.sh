@@ -112,6 +112,19 @@ fi
 mapfile -t kernels < <(tests/vm/kernels.sh list 2> /dev/null)
 [ ${#kernels[@]} -gt 0 ] || record fail "host/kernels_available" "tests/vm/kernels.sh list is empty"
 
+# The amdkfd stand-in for the engine tests' kernels (tests/engines-guest.sh:
+# SP_ENGINES_KERNELS), built here in seconds rather than in the VM.
+for k in "${kernels[@]}"; do
+	read -r name kver _ <<< "$k"
+	[[ " ${SP_ENGINES_KERNELS:-6.12 sid} " == *" $name "* ]] || continue
+	[ -z "${SP_KERNELS:-}" ] || [[ " $SP_KERNELS " == *" $name "* ]] || continue
+	if tests/build-amdkfd-stub.sh "$kver" > "$out/amdkfd-stub-$name.log" 2>&1; then
+		record ok "$name/build_amdkfd_stub_W=1_no_warnings"
+	else
+		record fail "$name/build_amdkfd_stub_W=1_no_warnings" "see $out/amdkfd-stub-$name.log"
+	fi
+done
+
 want=${SP_KERNELS:-}
 for k in "${kernels[@]}"; do
 	read -r name kver root <<< "$k"
