@@ -16,6 +16,7 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = --guest ]; then	# inside the VM
 	shift
 	tests/vm/rxe-setup.sh > "$SP_OUT/rxe-setup.log" 2>&1
+	modprobe drm	# strixpeer needs it (zero-change PeerDirect)
 	insmod "build/kmod/$SP_KVER/strixpeer.ko"
 	udevadm settle 2> /dev/null || sleep 1
 	# shellcheck disable=SC2016 # expanded by each rank's shell
