@@ -22,7 +22,8 @@
  *    kernels) for strixpeer's client; Soft-RoCE on a stock kernel has
  *    neither, and sp_reg_mr() says so (exit status 2). With HIP: hipMalloc()
  *    and hsa_amd_portable_export_dmabuf(). On a cluster (README):
- *   cc -O2 gpu_import.c $(pkg-config --cflags --libs strixpeer librdmacm) -o gpu_import
+ *   cc -O2 gpu_import.c $(pkg-config --cflags --libs strixpeer librdmacm libibverbs) \
+ *       -o gpu_import
  *   nodeB$ ./gpu_import -g -l 10.0.0.2        nodeA$ ./gpu_import 10.0.0.2
  */
 #include <fcntl.h>

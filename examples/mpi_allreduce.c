@@ -127,9 +127,9 @@ int main(int argc, char **argv)
 			MPI_Abort(W, 1);
 		memset(b[1][i], 0, len);	/* fault in, as strixpeer's are */
 	}
-	printf("rank %d pid %d: buffers on NUMA node %d (%s %s)\n", rank, (int)getpid(), node,
-	       nic ? nic : "UCX_NET_DEVICES unset:",
-	       node == SP_NODE_DEFAULT ? "has no node in sysfs: the caller's" : "");
+	printf("rank %d pid %d: NIC %s, buffers on NUMA node %d%s\n", rank, (int)getpid(),
+	       nic ? nic : "(UCX_NET_DEVICES unset)", node,
+	       node == SP_NODE_DEFAULT ? " (the NIC has none: the caller's)" : "");
 	fflush(stdout);
 	MPI_Barrier(W);
 	if (rank == 0)
