@@ -393,7 +393,7 @@ enum sp_inval_reason {
 	SP_INVAL_CLOSE,			/**< the importing device fd was closed */
 	SP_INVAL_UNMAP,			/**< part of the range was unmapped */
 	SP_INVAL_EXIT,			/**< the importing process exited */
-	SP_INVAL_MOVE,			/**< the exporter moved the buffer */
+	SP_INVAL_MOVE,			/**< never sent: registrations pin the buffer */
 };
 
 /** sp_ctl_monitor_ex() flags */

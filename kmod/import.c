@@ -6,14 +6,23 @@
  * NIC; a GPU buffer's CPU mapping (a TTM PFN mapping) cannot be pinned by
  * ib_umem, so this is how ibv_reg_mr() on it can work.
  *
- * Every live import sits in one interval tree keyed by VA (imports of
- * different processes may overlap; one process's may not). An import ends
- * on UNIMPORT, when its fd is closed, when any part of its range is
- * unmapped and when its process exits (an mmu interval notifier sees both),
- * and for an implicit import (zero-change mode, below) when its one
- * registration is released. Ending invalidates every registration using
- * the import before the ending call returns; the dma-buf reference goes
- * with the last registration.
+ * Every live explicit import (IMPORT ioctl) sits in one interval tree keyed
+ * by VA (imports of different processes may overlap; one process's may
+ * not). An implicit import (zero-change mode, below) belongs to the one
+ * registration that made it and is in no tree. An import ends on UNIMPORT,
+ * when its fd is closed, when any part of its range is unmapped and when
+ * its process exits (an mmu interval notifier sees both), and an implicit
+ * one when its registration is released. Ending invalidates every
+ * registration using the import before the ending call returns (for
+ * unmap and exit: before the worker that ends it returns); the dma-buf
+ * reference goes with the last registration.
+ *
+ * Which import a registration uses (docs/peerdirect.md): the explicit
+ * import of the process that contains the range, if there is one;
+ * otherwise, in zero-change mode, an implicit import of the GEM mapping(s)
+ * the range lies in - also where the range overlaps an explicit import
+ * without lying inside it. Explicit and implicit imports of the same
+ * memory never block each other; each is ended by its own triggers.
  *
  * Locking, outermost first:
  *   sp_imports_lock (mutex): the interval tree and each import's @in_tree
@@ -68,7 +77,8 @@ static void sp_import_free(struct kref *ref)
 
 	WARN_ON(imp->in_tree || imp->notifier_live || imp->nr_ctxs);
 	xa_erase(&sp_import_ids, imp->id);
-	dma_buf_put(imp->dmabuf);
+	if (imp->dmabuf)	/* an implicit import may be dropped before it has one */
+		dma_buf_put(imp->dmabuf);
 	mmdrop(imp->mm);
 	mutex_destroy(&imp->lock);
 	atomic64_dec(&sp_stats.imports);
@@ -155,7 +165,10 @@ void sp_import_end(struct sp_import *imp, enum strixpeer_inval_reason reason)
 
 /*
  * A new import of @dmabuf for @mm; @va..@length must be page aligned and
- * the caller's mm must be @mm (the notifier is inserted into it).
+ * the caller's mm must be @mm (the notifier is inserted into it). An
+ * implicit import gets its dma-buf after its notifier watches the range
+ * (@dmabuf NULL): see sp_import_from_gem(). On success the import holds
+ * @dmabuf's reference.
  */
 static struct sp_import *sp_import_new(struct mm_struct *mm,
 				       struct dma_buf *dmabuf, u64 offset,
@@ -204,15 +217,43 @@ err:
 	return ERR_PTR(ret);
 }
 
-/* Drop an import that was never published (no claims, no handle). */
+/**
+ * sp_import_finish() - end an import and drop its owner's reference
+ * @imp: the import (the caller owns the handle's reference, or for an
+ *	implicit import its registration's)
+ * @reason: STRIXPEER_INVAL_*, reported with the invalidations
+ *
+ * A worker the notifier queued holds a reference of its own: it is
+ * cancelled (its reference dropped here) or waited for, so that the
+ * import's dma-buf reference goes before this returns, not later from the
+ * worker (a dma-buf file released from a worker is freed asynchronously,
+ * by the kernel's delayed fput).
+ *
+ * Context: process context, not from the import workqueue's unmap worker;
+ * takes the import's locks (sp_import_end()).
+ */
+void sp_import_finish(struct sp_import *imp, enum strixpeer_inval_reason reason)
+{
+	sp_import_end(imp, reason);
+	/* ended: its notifier is gone and queues nothing any more */
+	if (cancel_work_sync(&imp->unmap_work))
+		sp_import_put(imp);
+	sp_import_put(imp);
+}
+
+/*
+ * Drop an import that was never published (no claims, no handle). Its
+ * notifier may have fired meanwhile and queued the worker.
+ */
 static void sp_import_discard(struct sp_import *imp)
 {
-	if (imp->notifier_live) {
-		mmu_interval_notifier_remove(&imp->notifier);
-		imp->notifier_live = false;
-	}
-	imp->dead = true;
-	sp_import_put(imp);
+	sp_import_finish(imp, STRIXPEER_INVAL_UNIMPORT);
+}
+
+/* The range goes away: its notifier fired (the worker may not have run). */
+static bool sp_import_unmapped(struct sp_import *imp)
+{
+	return atomic_read(&imp->unmap_reason) != 0;
 }
 
 static bool sp_import_overlaps(struct mm_struct *mm, unsigned long start,
@@ -222,9 +263,12 @@ static bool sp_import_overlaps(struct mm_struct *mm, unsigned long start,
 
 	lockdep_assert_held(&sp_imports_lock);
 	for (it = interval_tree_iter_first(&sp_import_tree, start, last); it;
-	     it = interval_tree_iter_next(it, start, last))
-		if (container_of(it, struct sp_import, it)->mm == mm)
+	     it = interval_tree_iter_next(it, start, last)) {
+		struct sp_import *imp = container_of(it, struct sp_import, it);
+
+		if (imp->mm == mm && !sp_import_unmapped(imp))
 			return true;
+	}
 	return false;
 }
 
@@ -258,8 +302,18 @@ int sp_import_create(struct sp_file *f, int fd, u64 offset, u64 length,
 		sp_import_discard(imp);
 		return -EEXIST;
 	}
-	interval_tree_insert(&imp->it, &sp_import_tree);
-	imp->in_tree = true;
+	/*
+	 * The notifier watches the range already: an unmap since then may
+	 * have ended the import (dead) or queued its ending. Such an import
+	 * gets its handle but never enters the tree (IMPORT_INFO says
+	 * unmapped), so that it can neither be claimed nor block a new one.
+	 */
+	mutex_lock(&imp->lock);
+	if (!imp->dead && !atomic_read(&imp->unmap_reason)) {
+		interval_tree_insert(&imp->it, &sp_import_tree);
+		imp->in_tree = true;
+	}
+	mutex_unlock(&imp->lock);
 	mutex_unlock(&sp_imports_lock);
 
 	/*
@@ -271,8 +325,7 @@ int sp_import_create(struct sp_file *f, int fd, u64 offset, u64 length,
 	ret = xa_alloc(&f->imports, handle, imp, XA_LIMIT(1, U32_MAX),
 		       GFP_KERNEL);
 	if (ret) {
-		sp_import_end(imp, STRIXPEER_INVAL_UNIMPORT);
-		sp_import_put(imp);
+		sp_import_finish(imp, STRIXPEER_INVAL_UNIMPORT);
 		return ret == -EBUSY ? -EMFILE : ret;
 	}
 	return 0;
@@ -285,8 +338,7 @@ int sp_import_destroy(struct sp_file *f, u32 handle,
 
 	if (!imp)
 		return -ENOENT;
-	sp_import_end(imp, reason);
-	sp_import_put(imp);
+	sp_import_finish(imp, reason);
 	return 0;
 }
 
@@ -333,10 +385,12 @@ void sp_import_release_all(struct sp_file *f)
  * @addr: start of the range
  * @size: bytes
  *
+ * An import whose range was unmapped (its ending may still be queued) is
+ * not found.
+ *
  * Context: takes sp_imports_lock.
  * Return: the import that contains [@addr, @addr + @size), with a
- * reference taken; NULL when no import of @mm overlaps the range;
- * ERR_PTR(-EEXIST) when one overlaps it without containing it.
+ * reference taken; NULL when none does.
  */
 struct sp_import *sp_import_find(struct mm_struct *mm, unsigned long addr,
 				 size_t size)
@@ -352,15 +406,14 @@ struct sp_import *sp_import_find(struct mm_struct *mm, unsigned long addr,
 	     it = interval_tree_iter_next(it, addr, last)) {
 		struct sp_import *imp = container_of(it, struct sp_import, it);
 
-		if (imp->mm != mm)
+		if (imp->mm != mm || sp_import_unmapped(imp))
 			continue;
+		/* a process's live imports never overlap: this is the one */
 		if (it->start <= addr && last <= it->last) {
 			kref_get(&imp->ref);
 			found = imp;
-		} else {
-			found = ERR_PTR(-EEXIST);
 		}
-		break;	/* a process's imports never overlap */
+		break;
 	}
 	mutex_unlock(&sp_imports_lock);
 	return found;
@@ -368,109 +421,207 @@ struct sp_import *sp_import_find(struct mm_struct *mm, unsigned long addr,
 
 #if IS_ENABLED(CONFIG_DRM)
 /*
- * Zero-change mode: a registration of a range no import covers, which lies
- * inside one VMA created by drm_gem_mmap() on a DRM device file of a driver
- * listed here. Recognition, and why it is safe:
- *  - vma->vm_file->f_op->mmap == drm_gem_mmap proves the VMA was made by
- *    DRM's GEM mmap path on a DRM file, so vm_file->private_data is that
- *    file's struct drm_file, and drm_gem_mmap_obj() stored the GEM object
- *    in vm_private_data and took a reference the VMA keeps until it is
- *    closed (mmap_lock, held here, keeps the VMA).
- *  - Drivers may replace vm_private_data in their mmap callback, so only
- *    drivers known to leave a GEM object there are recognised: vgem (the
- *    shmem helpers keep the object) and amdgpu (TTM stores the
- *    ttm_buffer_object, whose first member is the GEM object). The name is
- *    read from the DRM device the file belongs to.
- *  - drm_gem_mmap() only maps whole objects from their start: the VMA's
- *    first page is object offset 0 unless its head was unmapped, which
- *    shows in vm_pgoff - relative for the shmem helpers, still carrying
- *    the fake mmap offset for TTM. A vm_pgoff that fits both readings is
- *    declined rather than guessed at.
- * The object's dma-buf is its existing export (PRIME) or a new one made
- * with the driver's own export path; either way strixpeer holds a dma-buf
- * reference, never the object alone.
+ * Zero-change mode: a registration of a range that no explicit import
+ * contains, lying in GEM mappings of a driver listed in claim_gem_drivers.
+ * What such a mapping is, and why the object and the offset can be read
+ * off it:
+ *  - vma->vm_file->f_op->mmap == drm_gem_mmap: DRM's GEM mmap made the VMA
+ *    on a DRM device file (card or render node), so vm_file->private_data
+ *    is that file's struct drm_file.
+ *  - drm_gem_mmap() maps an object only from its start: it looks the
+ *    object up by the mapping's offset in the device's offset manager
+ *    (exact match), so vm_pgoff is the object's fake offset, and stays
+ *    fake-offset based when the VMA is split (munmap of its head, mprotect
+ *    of a part, MAP_FIXED over a part) or moved (mremap). This holds for
+ *    amdgpu (TTM keeps the fake offset since 2019) and vgem (the shmem
+ *    helpers stopped subtracting it around 2021) on every kernel we build
+ *    for. The DRM fake-offset space starts at 4 GiB (2^20 pages), and a
+ *    large object's offset may lie below its page count: the number alone
+ *    says nothing, so no reading of it is guessed at.
+ *  - drm_gem_mmap_obj() stores the object in vm_private_data (TTM stores
+ *    its buffer object, whose first member is the GEM object) and holds a
+ *    reference for the VMA. A driver could store something else there, so
+ *    the object is looked up again by vm_pgoff in the device's offset
+ *    manager and must be the very one in vm_private_data; then
+ *    vm_pgoff - drm_vma_node_start() is the page offset in the object.
+ *  - An object mapped through its dma-buf (dma_buf_mmap(), e.g. an
+ *    imported object's mmap) has the dma-buf file as vm_file and an
+ *    exporter-defined vm_pgoff: not a GEM mapping, never claimed here.
+ *  - A range may span several VMAs (a BO mapped in pieces, or split by
+ *    mprotect) if they are adjacent and map consecutive offsets of the
+ *    same object; anything else (a hole, another object, another kind of
+ *    mapping) is declined.
+ * The object's dma-buf is its registered export (obj->dma_buf), made here
+ * as DRM's PRIME export path makes it when there is none yet, so that the
+ * exporter's move notification reaches our attachment and a later PRIME
+ * export returns the same dma-buf. An object without GEM handles cannot be
+ * exported that way (DRM refuses too): declined. strixpeer holds the
+ * dma-buf, never the bare object.
  */
-static const char *const sp_gem_drivers[] = { "amdgpu", "vgem" };
+static char sp_gem_drivers[128] = "amdgpu,vgem";
+module_param_string(claim_gem_drivers, sp_gem_drivers, sizeof(sp_gem_drivers),
+		    0444);
+MODULE_PARM_DESC(claim_gem_drivers,
+		 "DRM drivers whose GEM mappings zero-change mode claims, comma separated (default amdgpu,vgem)");
 
 static bool sp_gem_driver_known(const struct drm_device *dev)
 {
-	unsigned int i;
+	const char *name = dev->driver->name, *p = sp_gem_drivers;
+	size_t len = strlen(name);
 
-	for (i = 0; i < ARRAY_SIZE(sp_gem_drivers); i++)
-		if (!strcmp(dev->driver->name, sp_gem_drivers[i]))
+	while (*p) {
+		size_t n = strcspn(p, ",");
+
+		if (n == len && !strncmp(p, name, n))
 			return true;
+		p += n;
+		p += *p == ',';
+	}
 	return false;
 }
 
-/* Byte offset in @obj of @addr in @vma, or -1 if it cannot be told. */
-static s64 sp_gem_offset(struct vm_area_struct *vma,
-			 struct drm_gem_object *obj, unsigned long addr)
+/*
+ * The GEM object @vma maps and the byte offset in it of @vma->vm_start,
+ * or NULL when @vma is not a GEM mapping of a listed driver (see above).
+ * The VMA holds the object; no reference is taken.
+ * Context: mmap_lock held.
+ */
+static struct drm_gem_object *sp_gem_vma_object(struct vm_area_struct *vma,
+						u64 *start_off)
 {
-	unsigned long npages = obj->size >> PAGE_SHIFT;
-	unsigned long start = drm_vma_node_start(&obj->vma_node);
-	unsigned long pgoff = vma->vm_pgoff;
-	bool fake = pgoff >= start && pgoff - start < npages;
-	bool relative = pgoff < npages;
+	struct drm_vma_offset_manager *mgr;
+	struct drm_vma_offset_node *node;
+	struct drm_gem_object *obj = NULL;
+	struct drm_file *dfile;
+	struct drm_device *dev;
 
-	if (fake == relative)
-		return -1;
-	if (fake)
-		pgoff -= start;
-	return ((s64)pgoff << PAGE_SHIFT) + (addr - vma->vm_start);
+	mmap_assert_locked(vma->vm_mm);
+	if (!vma->vm_file || vma->vm_file->f_op->mmap != drm_gem_mmap)
+		return NULL;
+	dfile = vma->vm_file->private_data;
+	dev = dfile->minor->dev;
+	if (!sp_gem_driver_known(dev) || !dev->vma_offset_manager)
+		return NULL;
+	mgr = dev->vma_offset_manager;
+	drm_vma_offset_lock_lookup(mgr);
+	node = drm_vma_offset_lookup_locked(mgr, vma->vm_pgoff, vma_pages(vma));
+	if (node) {
+		obj = container_of(node, struct drm_gem_object, vma_node);
+		if (obj == vma->vm_private_data)
+			*start_off = (u64)(vma->vm_pgoff - drm_vma_node_start(node)) <<
+				     PAGE_SHIFT;
+		else
+			obj = NULL;	/* not what the driver keeps there */
+	}
+	drm_vma_offset_unlock_lookup(mgr);
+	return obj;
+}
+
+/*
+ * The object that [@start, @end) of @mm maps, in one VMA or several
+ * adjacent ones mapping consecutive offsets of it, with a reference, and
+ * the byte offset of @start in it; NULL if there is none.
+ */
+static struct drm_gem_object *sp_gem_range(struct mm_struct *mm,
+					   unsigned long start,
+					   unsigned long end, u64 *off)
+{
+	struct drm_gem_object *obj = NULL, *cur;
+	struct vm_area_struct *vma;
+	unsigned long a = start;
+	u64 next = 0, voff;
+
+	mmap_read_lock(mm);
+	while (a < end) {
+		vma = vma_lookup(mm, a);
+		cur = vma ? sp_gem_vma_object(vma, &voff) : NULL;
+		if (!cur)
+			goto none;
+		voff += a - vma->vm_start;
+		if (!obj) {
+			obj = cur;
+			*off = voff;
+		} else if (cur != obj || voff != next) {
+			goto none;
+		}
+		next = voff + (min(end, vma->vm_end) - a);
+		a = vma->vm_end;
+	}
+	drm_gem_object_get(obj);
+	mmap_read_unlock(mm);
+	return obj;
+none:
+	mmap_read_unlock(mm);
+	return NULL;
+}
+
+/*
+ * The object's registered dma-buf, with a reference: obj->dma_buf, or a
+ * new export registered as drm_gem_prime_handle_to_dmabuf() registers
+ * one (the object's export callback, then obj->dma_buf holds a reference
+ * that DRM drops when the object's last handle goes).
+ */
+static struct dma_buf *sp_gem_dmabuf(struct drm_gem_object *obj)
+{
+	struct drm_device *dev = obj->dev;
+	struct dma_buf *dmabuf;
+
+	mutex_lock(&dev->object_name_lock);
+	dmabuf = obj->dma_buf;
+	if (dmabuf) {
+		get_dma_buf(dmabuf);
+	} else if (!obj->handle_count) {
+		/* nobody would drop obj->dma_buf's reference: DRM refuses too */
+		dmabuf = ERR_PTR(-ENOENT);
+	} else {
+		dmabuf = obj->funcs->export ? obj->funcs->export(obj, O_RDWR) :
+					      drm_gem_prime_export(obj, O_RDWR);
+		if (!IS_ERR(dmabuf)) {
+			obj->dma_buf = dmabuf;
+			get_dma_buf(dmabuf);
+		}
+	}
+	mutex_unlock(&dev->object_name_lock);
+	return dmabuf;
 }
 
 struct sp_import *sp_import_from_gem(unsigned long addr, size_t size)
 {
 	struct mm_struct *mm = current->mm;
-	struct drm_gem_object *obj = NULL;
-	struct vm_area_struct *vma;
 	unsigned long end = PAGE_ALIGN(addr + size);
+	struct drm_gem_object *obj;
 	struct dma_buf *dmabuf;
 	struct sp_import *imp;
-	s64 off = -1;
+	u64 off;
 
 	addr &= PAGE_MASK;
 	if (!READ_ONCE(sp_claim_gem_mappings) || !mm || end <= addr)
 		return NULL;
-	size = end - addr;
 
-	mmap_read_lock(mm);
-	vma = vma_lookup(mm, addr);
-	if (vma && addr + size <= vma->vm_end && vma->vm_file &&
-	    vma->vm_file->f_op->mmap == drm_gem_mmap) {
-		struct drm_file *dfile = vma->vm_file->private_data;
-
-		if (sp_gem_driver_known(dfile->minor->dev)) {
-			obj = vma->vm_private_data;
-			off = sp_gem_offset(vma, obj, addr);
-			if (off >= 0 && off + size <= obj->size)
-				drm_gem_object_get(obj);
-			else
-				obj = NULL;
-		}
-	}
-	mmap_read_unlock(mm);
-	if (!obj)
+	/*
+	 * The notifier watches the range before the mappings are looked at:
+	 * an unmap after the look is seen by the notifier, one before it by
+	 * the look. No window in which a claim outlives its mapping unseen.
+	 */
+	imp = sp_import_new(mm, NULL, 0, end - addr, addr, true);
+	if (IS_ERR(imp))
 		return NULL;
-
-	mutex_lock(&obj->dev->object_name_lock);
-	dmabuf = obj->dma_buf;
-	if (dmabuf)
-		get_dma_buf(dmabuf);
-	mutex_unlock(&obj->dev->object_name_lock);
-	if (!dmabuf)
-		dmabuf = obj->funcs->export ? obj->funcs->export(obj, O_RDWR) :
-					      drm_gem_prime_export(obj, O_RDWR);
+	obj = sp_gem_range(mm, addr, end, &off);
+	if (!obj)
+		goto discard;
+	dmabuf = sp_gem_dmabuf(obj);
 	drm_gem_object_put(obj);
 	if (IS_ERR(dmabuf))
-		return NULL;
-
-	imp = sp_import_new(mm, dmabuf, off, size, addr, true);
-	if (IS_ERR(imp)) {
-		dma_buf_put(dmabuf);
-		return NULL;
-	}
+		goto discard;
+	imp->dmabuf = dmabuf;
+	imp->offset = off;
+	if (sp_import_unmapped(imp))
+		goto discard;
 	return imp;
+
+discard:
+	sp_import_discard(imp);
+	return NULL;
 }
 #else
 struct sp_import *sp_import_from_gem(unsigned long addr, size_t size)

@@ -5,41 +5,63 @@
  * which ib_umem cannot pin.
  *
  * The core asks us only after its own pinning failed. acquire() claims a
- * range that lies entirely inside one live import of the calling process
- * (or, in zero-change mode, inside one recognised GEM mapping, which then
- * gets an implicit import of its own). get_pages() records the core's
- * context; dma_map() attaches to the dma-buf for the NIC's struct device
- * (a dynamic attachment: the exporter may move the buffer and tells us
- * through move_notify, or pins it when the kernel lacks move notification),
- * maps it, and hands the core an sg table of PAGE_SIZE-aligned DMA runs,
- * contiguous pages merged up to the device's max segment size.
+ * range that lies entirely inside one live explicit import of the calling
+ * process or, in zero-change mode, inside recognised GEM mappings (an
+ * implicit import of its own). get_pages() records the core's context;
+ * dma_map() hands the core an sg table of PAGE_SIZE-aligned DMA runs of
+ * the range, contiguous pages merged up to the device's max segment size,
+ * cut from a pinned mapping of the dma-buf for the NIC's struct device.
  * dma_unmap(), put_pages() and release() undo exactly that, and are
  * idempotent: the core may call them after an invalidation already did.
+ *
+ * Pinned, shared mappings (struct sp_peer_map): every registration of a
+ * dma-buf for one device uses one dynamic attachment that is pinned
+ * (dma_buf_pin()) and mapped once, until its last registration is gone.
+ * A PeerDirect MR cannot follow a move: the core calls get_pages() and
+ * dma_map() under its mapping lock, dma_map() must take the dma-buf's
+ * reservation lock to map, and the exporter holds that reservation lock
+ * while it announces a move (move_notify), so telling the core from there
+ * would invert the two (and a deferred invalidation cannot be fenced: the
+ * exporter may wait for fences with the reservation lock held). So the
+ * buffer must not move while it is registered - exactly what upstream
+ * ib_core does for non-ODP dma-buf MRs (ib_umem_dmabuf_get_pinned()), what
+ * amdgpu's pin callback is written for ("RDMA NICs without ODP"), and
+ * what kernels without CONFIG_DMABUF_MOVE_NOTIFY do anyway. An exporter may
+ * migrate the buffer inside our pin or map (amdgpu does for an importer
+ * that cannot reach VRAM peer to peer) and announce that to us: then
+ * nothing of ours is mapped yet, and what we map next is where it landed.
+ * A move announced for a mapping that is pinned would be the exporter's
+ * bug: logged, the mapping retired for new registrations.
  *
  * Both core generations are served: modern cores pass a NULL sg_head to
  * get_pages() and honour peer_memory_client_ex's PEER_MEM_INVALIDATE_UNMAPS
  * (we register that way: after our invalidate call the core leaves the
  * unmapping to us); legacy MLNX cores pass their sg_head to get_pages(),
  * ask get_page_size() before dma_map(), and call dma_unmap()/put_pages()
- * from inside the invalidate callback. We fill sg_head in dma_map() for
- * both.
+ * (and release()) from inside the invalidate callback. We fill sg_head in
+ * dma_map() for both.
  *
- * Invalidation (sp_peer_ctx_invalidate) tells the core first - after its
- * callback returns the HCA no longer uses the MR - then unmaps. Locking,
- * outermost first, and why nothing deadlocks:
+ * Invalidation (sp_peer_ctx_invalidate(), only ever under the import's
+ * lock) marks the registration, tells the core - after its callback
+ * returns the HCA no longer uses the MR - then drops the registration's
+ * use of the mapping; the last use unmaps and unpins, so the exporter may
+ * move the buffer only once no NIC can reach it.
+ *
+ * Locking, outermost first:
  *   import->lock      held by whoever ends an import, across the core's
  *                     invalidate callback (import.c)
- *   core mapping lock the core holds it around get_pages()/dma_map() and
+ *   core mapping lock the core holds it around get_pages()/dma_map() (and
+ *                     legacy cores around dma_unmap()/put_pages()), and
  *                     takes it in its invalidate callback
- *   dma-buf resv      dma_map() and the unmapping take it; the exporter
- *                     holds it when calling move_notify
- *   ctx->lock         innermost: our state, never held across a core call
+ *   dma-buf resv      taken to attach, pin, map, unmap and unpin; the
+ *                     exporter holds it in move_notify, which takes no
+ *                     lock of ours and never calls the core
+ *   ctx->lock         a registration's state; innermost, never held across
+ *                     a call into the core or the exporter
+ *   sp_peer_maps_lock the list of shared mappings; a leaf: mappings are
+ *                     made and torn down outside it
  * get_pages()/dma_map() never take import->lock, so the invalidating
  * thread (import->lock -> mapping lock) cannot wait on them in reverse.
- * move_notify runs under the resv lock and calls into the core (mapping
- * lock); it only does so for a registration that is already mapped, whose
- * registering thread no longer needs the resv lock, and marks itself the
- * resv holder so that unmapping from inside the callback does not relock.
  */
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
@@ -81,6 +103,39 @@ const char *sp_peer_reason(void)
 #include "peer_mem.h"
 
 enum sp_inval_state { SP_INVAL_NONE, SP_INVAL_RUNNING, SP_INVAL_DONE };
+enum sp_map_state { SP_MAP_CREATING, SP_MAP_READY, SP_MAP_FAILED };
+
+/**
+ * struct sp_peer_map - a pinned mapping of one dma-buf for one device,
+ *	shared by every registration of that dma-buf for that device
+ * @node: in sp_peer_maps while new registrations may use it
+ *	(sp_peer_maps_lock)
+ * @users: registrations using it, plus one while it is made
+ *	(sp_peer_maps_lock)
+ * @dmabuf: our reference on the dma-buf
+ * @dev: the NIC's device
+ * @state: set by the maker before @made completes, constant after
+ * @error: why making it failed (SP_MAP_FAILED)
+ * @made: completed once @state is READY or FAILED
+ * @attach: our dynamic attachment (importer_priv is this map)
+ * @pinned: dma_buf_pin() succeeded (resv)
+ * @sgt: the exporter's mapping (resv; constant while READY)
+ * @moved: the exporter announced a move of the pinned buffer (written
+ *	under resv, read without it: no new registration uses the map)
+ */
+struct sp_peer_map {
+	struct list_head node;
+	unsigned int users;
+	struct dma_buf *dmabuf;
+	struct device *dev;
+	enum sp_map_state state;
+	int error;
+	struct completion made;
+	struct dma_buf_attachment *attach;
+	bool pinned;
+	struct sg_table *sgt;
+	bool moved;
+};
 
 /**
  * struct sp_peer_ctx - one claimed registration (client_context)
@@ -89,17 +144,14 @@ enum sp_inval_state { SP_INVAL_NONE, SP_INVAL_RUNNING, SP_INVAL_DONE };
  * @map_off: byte offset into the dma-buf of the first page
  * @map_len: bytes, whole pages
  * @lock: protects everything below; innermost lock, never held across a
- *	call into the core
+ *	call into the core or the exporter
  * @have_core_ctx: get_pages() ran; @core_context is the core's id
  * @core_context: for the invalidate callback
- * @attach: our dynamic attachment for the NIC's device
- * @exp_sgt: the exporter's mapping (resv lock held to change it)
+ * @map: our use of the shared mapping, from dma_map() on
  * @sgt: the table we built for the core (a copy of the core's sg_head)
  * @have_sgt: @sgt is allocated
  * @inval: invalidation state; once not NONE, get_pages()/dma_map() fail
- * @inval_done: completed when an invalidation finished
  * @inval_task: the task running the invalidation (calling the core)
- * @resv_owner: the task holding the resv lock in move_notify
  * @release_deferred: a legacy core released the context from inside our
  *	invalidate call; @release_work finishes that once the call returned
  * @release_work: runs sp_peer_do_release() on the import workqueue
@@ -112,14 +164,11 @@ struct sp_peer_ctx {
 	struct mutex lock;
 	bool have_core_ctx;
 	u64 core_context;
-	struct dma_buf_attachment *attach;
-	struct sg_table *exp_sgt;
+	struct sp_peer_map *map;
 	struct sg_table sgt;
 	bool have_sgt;
 	enum sp_inval_state inval;
-	struct completion inval_done;
 	struct task_struct *inval_task;
-	struct task_struct *resv_owner;
 	bool release_deferred;
 	struct work_struct release_work;
 };
@@ -128,29 +177,170 @@ static void *sp_peer_handle;
 static invalidate_peer_memory sp_peer_core_invalidate;
 static char sp_reason_buf[160];
 
-/* Undo the exporter's mapping; resv lock held (by us or by move_notify). */
-static void sp_peer_unmap_exporter_locked(struct sp_peer_ctx *ctx)
+static DEFINE_MUTEX(sp_peer_maps_lock);
+static LIST_HEAD(sp_peer_maps);
+
+/*
+ * The exporter moves the buffer (7.x: invalidates our mappings). Called
+ * with the dma-buf's reservation lock held; takes no lock of ours and
+ * never calls the core (see the top of this file).
+ */
+static void sp_peer_move_notify(struct dma_buf_attachment *attach)
 {
-	dma_resv_assert_held(ctx->imp->dmabuf->resv);
-	mutex_lock(&ctx->lock);
-	if (ctx->exp_sgt) {
-		dma_buf_unmap_attachment(ctx->attach, ctx->exp_sgt,
-					 DMA_BIDIRECTIONAL);
-		ctx->exp_sgt = NULL;
-	}
-	mutex_unlock(&ctx->lock);
+	struct sp_peer_map *m = attach->importer_priv;
+
+	dma_resv_assert_held(attach->dmabuf->resv);
+	/* Inside our own pin or map: nothing mapped yet, the next map is fresh. */
+	if (!m->pinned || !m->sgt)
+		return;
+	WRITE_ONCE(m->moved, true);
+	pr_err_ratelimited("strixpeer: exporter %s moved a dma-buf that a PeerDirect registration pins; its registrations may reach stale memory until they end\n",
+			   attach->dmabuf->exp_name);
 }
 
-static void sp_peer_unmap_exporter(struct sp_peer_ctx *ctx)
-{
-	struct dma_resv *resv = ctx->imp->dmabuf->resv;
-	bool held = READ_ONCE(ctx->resv_owner) == current;
+static const struct dma_buf_attach_ops sp_peer_importer_ops = {
+	.allow_peer2peer = true,
+	.SP_DMA_BUF_MOVE_NOTIFY = sp_peer_move_notify,
+};
 
-	if (!held)
+/* Attaches, pins and maps @m; undone by sp_peer_map_put(). */
+static int sp_peer_map_make(struct sp_peer_map *m)
+{
+	struct dma_resv *resv = m->dmabuf->resv;
+	struct dma_buf_attachment *attach;
+	struct sg_table *sgt;
+	long wait;
+	int ret;
+
+	attach = dma_buf_dynamic_attach(m->dmabuf, m->dev, &sp_peer_importer_ops,
+					m);
+	if (IS_ERR(attach))
+		return PTR_ERR(attach);
+	m->attach = attach;
+
+	dma_resv_lock(resv, NULL);
+	/* The exporter may move the buffer in here and tell us: see above. */
+	ret = dma_buf_pin(attach);
+	if (ret)
+		goto unlock;
+	m->pinned = true;
+	sgt = dma_buf_map_attachment(attach, DMA_BIDIRECTIONAL);
+	if (IS_ERR(sgt)) {
+		ret = PTR_ERR(sgt);
+		goto unlock;
+	}
+	m->sgt = sgt;
+	/* A move the exporter started must finish before the NIC looks. */
+	wait = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_KERNEL, false,
+				     MAX_SCHEDULE_TIMEOUT);
+	ret = wait < 0 ? wait : 0;
+unlock:
+	dma_resv_unlock(resv);
+	return ret;
+}
+
+/*
+ * Drops a use of @m; the last one unmaps, unpins and detaches, after
+ * which the exporter may move the buffer again.
+ * Context: process context; takes sp_peer_maps_lock, then (alone) the
+ * dma-buf's reservation lock.
+ */
+static void sp_peer_map_put(struct sp_peer_map *m)
+{
+	struct dma_resv *resv = m->dmabuf->resv;
+	bool last;
+
+	mutex_lock(&sp_peer_maps_lock);
+	last = !--m->users;
+	if (last)
+		list_del_init(&m->node);
+	mutex_unlock(&sp_peer_maps_lock);
+	if (!last)
+		return;
+
+	if (m->attach) {
 		dma_resv_lock(resv, NULL);
-	sp_peer_unmap_exporter_locked(ctx);
-	if (!held)
+		if (m->sgt)
+			dma_buf_unmap_attachment(m->attach, m->sgt,
+						 DMA_BIDIRECTIONAL);
+		m->sgt = NULL;
+		if (m->pinned)
+			dma_buf_unpin(m->attach);
+		/* the buffer may move from here on, and tell us until detached */
+		m->pinned = false;
 		dma_resv_unlock(resv);
+		/* no move_notify for it after this returns */
+		dma_buf_detach(m->dmabuf, m->attach);
+	}
+	dma_buf_put(m->dmabuf);
+	kfree(m);
+}
+
+/*
+ * The pinned mapping of @dmabuf for @dev, made on first use; waits while
+ * another registration makes it.
+ * Context: process context; may sleep for as long as the exporter pins
+ * (and perhaps migrates) the buffer. Caller holds no lock of ours.
+ */
+static struct sp_peer_map *sp_peer_map_get(struct dma_buf *dmabuf,
+					   struct device *dev)
+{
+	struct sp_peer_map *m;
+	int ret;
+
+	mutex_lock(&sp_peer_maps_lock);
+	list_for_each_entry(m, &sp_peer_maps, node) {
+		if (m->dmabuf == dmabuf && m->dev == dev && !READ_ONCE(m->moved)) {
+			m->users++;
+			mutex_unlock(&sp_peer_maps_lock);
+			wait_for_completion(&m->made);
+			if (m->state == SP_MAP_READY)
+				return m;
+			ret = m->error;
+			sp_peer_map_put(m);
+			return ERR_PTR(ret);
+		}
+	}
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m) {
+		mutex_unlock(&sp_peer_maps_lock);
+		return ERR_PTR(-ENOMEM);
+	}
+	m->users = 1;
+	m->dmabuf = dmabuf;
+	get_dma_buf(dmabuf);
+	m->dev = dev;
+	init_completion(&m->made);
+	list_add(&m->node, &sp_peer_maps);
+	mutex_unlock(&sp_peer_maps_lock);
+
+	ret = sp_peer_map_make(m);
+	if (ret) {
+		mutex_lock(&sp_peer_maps_lock);
+		list_del_init(&m->node);	/* the next registration retries */
+		mutex_unlock(&sp_peer_maps_lock);
+		m->error = ret;
+		m->state = SP_MAP_FAILED;
+		complete_all(&m->made);
+		sp_peer_map_put(m);
+		return ERR_PTR(ret);
+	}
+	m->state = SP_MAP_READY;
+	complete_all(&m->made);
+	return m;
+}
+
+/* Drops the registration's use of the shared mapping (idempotent). */
+static void sp_peer_ctx_unmap(struct sp_peer_ctx *ctx)
+{
+	struct sp_peer_map *m;
+
+	mutex_lock(&ctx->lock);
+	m = ctx->map;
+	ctx->map = NULL;
+	mutex_unlock(&ctx->lock);
+	if (m)
+		sp_peer_map_put(m);
 }
 
 static void sp_peer_free_sgt(struct sp_peer_ctx *ctx)
@@ -164,41 +354,28 @@ static void sp_peer_free_sgt(struct sp_peer_ctx *ctx)
 }
 
 /*
- * Tell the core, then unmap. @resv_held: called from move_notify.
- * Waits for an invalidation already running elsewhere unless @resv_held
- * (that one may need the resv lock we hold to finish).
+ * Tell the core, then unmap. Every invalidation of a registration runs
+ * under its import's lock (sp_peer_invalidate_all()), so two never race;
+ * the second finds the first done.
  */
 static void sp_peer_ctx_invalidate(struct sp_peer_ctx *ctx,
-				   enum strixpeer_inval_reason reason,
-				   bool resv_held)
+				   enum strixpeer_inval_reason reason)
 {
 	struct sp_import *imp = ctx->imp;
-	enum sp_inval_state was;
 	bool notify, deferred;
 	u64 core_ctx;
 
+	lockdep_assert_held(&imp->lock);
 	mutex_lock(&ctx->lock);
-	was = ctx->inval;
-	if (was == SP_INVAL_NONE) {
-		if (resv_held && !ctx->exp_sgt) {
-			/* Not mapped yet: a mapping made after us is fresh. */
-			mutex_unlock(&ctx->lock);
-			return;
-		}
-		ctx->inval = SP_INVAL_RUNNING;
-		ctx->inval_task = current;
-		if (resv_held)
-			ctx->resv_owner = current;
+	if (ctx->inval != SP_INVAL_NONE) {
+		mutex_unlock(&ctx->lock);
+		return;
 	}
+	ctx->inval = SP_INVAL_RUNNING;
+	ctx->inval_task = current;
 	notify = ctx->have_core_ctx;
 	core_ctx = ctx->core_context;
 	mutex_unlock(&ctx->lock);
-
-	if (was != SP_INVAL_NONE) {
-		if (was == SP_INVAL_RUNNING && !resv_held)
-			wait_for_completion(&ctx->inval_done);
-		return;
-	}
 
 	if (notify) {
 		/* Returns once the HCA no longer uses the registration. */
@@ -208,17 +385,15 @@ static void sp_peer_ctx_invalidate(struct sp_peer_ctx *ctx,
 				 reason);
 	}
 	/* Whatever the core left (PEER_MEM_INVALIDATE_UNMAPS) is ours. */
-	sp_peer_unmap_exporter(ctx);
+	sp_peer_ctx_unmap(ctx);
 	sp_peer_free_sgt(ctx);
 
 	mutex_lock(&ctx->lock);
 	ctx->inval = SP_INVAL_DONE;
 	ctx->inval_task = NULL;
-	ctx->resv_owner = NULL;
 	deferred = ctx->release_deferred;
 	mutex_unlock(&ctx->lock);
-	complete_all(&ctx->inval_done);
-	/* Our caller may hold the import's or the resv lock: not here. */
+	/* Our caller holds the import's lock, which releasing takes. */
 	if (deferred)
 		sp_import_queue_work(&ctx->release_work);
 }
@@ -230,19 +405,8 @@ void sp_peer_invalidate_all(struct sp_import *imp,
 
 	lockdep_assert_held(&imp->lock);
 	list_for_each_entry(ctx, &imp->ctxs, node)
-		sp_peer_ctx_invalidate(ctx, reason, false);
+		sp_peer_ctx_invalidate(ctx, reason);
 }
-
-static void sp_peer_move_notify(struct dma_buf_attachment *attach)
-{
-	sp_peer_ctx_invalidate(attach->importer_priv, STRIXPEER_INVAL_MOVE,
-			       true);
-}
-
-static const struct dma_buf_attach_ops sp_peer_importer_ops = {
-	.allow_peer2peer = true,
-	.SP_DMA_BUF_MOVE_NOTIFY = sp_peer_move_notify,
-};
 
 static void sp_peer_release_work(struct work_struct *work);
 
@@ -259,8 +423,6 @@ static int sp_peer_acquire(unsigned long addr, size_t size,
 	if (!current->mm || !size || end <= start)
 		return 0;
 	imp = sp_import_find(current->mm, start, end - start);
-	if (IS_ERR(imp))	/* crosses an import's edge: not ours */
-		return 0;
 	if (!imp)
 		imp = sp_import_from_gem(start, end - start);
 	if (!imp)
@@ -274,7 +436,6 @@ static int sp_peer_acquire(unsigned long addr, size_t size,
 		goto decline;
 	}
 	mutex_init(&ctx->lock);
-	init_completion(&ctx->inval_done);
 	INIT_WORK(&ctx->release_work, sp_peer_release_work);
 	ctx->imp = imp;
 	ctx->map_off = imp->offset + (start - imp->va);
@@ -299,9 +460,10 @@ static int sp_peer_acquire(unsigned long addr, size_t size,
 	return 1;
 
 decline:
-	if (imp->implicit)
-		sp_import_end(imp, STRIXPEER_INVAL_UNIMPORT);
-	sp_import_put(imp);
+	if (imp->implicit)	/* ours alone */
+		sp_import_finish(imp, STRIXPEER_INVAL_UNIMPORT);
+	else
+		sp_import_put(imp);
 	return 0;
 }
 
@@ -313,8 +475,9 @@ static int sp_peer_get_pages(unsigned long addr, size_t size, int write,
 	int ret = 0;
 
 	/*
-	 * The dma-buf reference taken at import keeps the memory; there is
-	 * nothing to pin. A legacy core's sg_head is filled by dma_map().
+	 * The dma-buf reference taken at import keeps the memory; pinning
+	 * happens in dma_map(), for the device. A legacy core's sg_head is
+	 * filled by dma_map().
 	 */
 	mutex_lock(&ctx->lock);
 	if (ctx->inval != SP_INVAL_NONE) {
@@ -388,77 +551,69 @@ static int sp_peer_runs(struct sg_table *exp, u64 off, u64 len,
 	return run_len ? n + 1 : n;
 }
 
+/* 0 if @ctx may be mapped now, else why not. Context: ctx->lock held. */
+static int sp_peer_ctx_mappable(struct sp_peer_ctx *ctx)
+{
+	lockdep_assert_held(&ctx->lock);
+	if (ctx->inval != SP_INVAL_NONE || !ctx->have_core_ctx)
+		return -ENOENT;
+	return ctx->map ? -EBUSY : 0;
+}
+
 static int sp_peer_dma_map(struct sg_table *sg_head, void *client_context,
 			   struct device *dma_device, int dmasync, int *nmap)
 {
 	struct sp_peer_ctx *ctx = client_context;
-	struct dma_buf *dmabuf = ctx->imp->dmabuf;
 	unsigned int max_seg = rounddown(dma_get_max_seg_size(dma_device),
 					 PAGE_SIZE);
-	struct dma_buf_attachment *attach;
-	struct sg_table *exp;
-	long wait;
+	struct sg_table sgt = {};
+	struct sp_peer_map *m;
 	int n, ret;
 
 	if (!max_seg)
 		max_seg = PAGE_SIZE;
-	attach = dma_buf_dynamic_attach(dmabuf, dma_device,
-					&sp_peer_importer_ops, ctx);
-	if (IS_ERR(attach))
-		return PTR_ERR(attach);
-
-	dma_resv_lock(dmabuf->resv, NULL);
 	mutex_lock(&ctx->lock);
-	if (ctx->inval != SP_INVAL_NONE || !ctx->have_core_ctx ||
-	    ctx->attach) {
-		ret = ctx->attach ? -EBUSY : -ENOENT;
-		goto unlock;
-	}
-	/* Published under resv: move_notify can see us from here on. */
-	ctx->attach = attach;
-	exp = dma_buf_map_attachment(attach, DMA_BIDIRECTIONAL);
-	if (IS_ERR(exp)) {
-		ret = PTR_ERR(exp);
-		goto unpublish;
-	}
-	/* A move the exporter started must finish before the NIC looks. */
-	wait = dma_resv_wait_timeout(dmabuf->resv, DMA_RESV_USAGE_KERNEL,
-				     false, MAX_SCHEDULE_TIMEOUT);
-	ret = wait < 0 ? wait : 0;
-	if (!ret) {
-		n = sp_peer_runs(exp, ctx->map_off, ctx->map_len, max_seg,
-				 NULL);
-		ret = n < 0 ? n : sg_alloc_table(&ctx->sgt, n, GFP_KERNEL);
-	}
+	ret = sp_peer_ctx_mappable(ctx);
+	mutex_unlock(&ctx->lock);
+	if (ret)
+		return ret;
+
+	m = sp_peer_map_get(ctx->imp->dmabuf, dma_device);
+	if (IS_ERR(m))
+		return PTR_ERR(m);
+	n = sp_peer_runs(m->sgt, ctx->map_off, ctx->map_len, max_seg, NULL);
+	ret = n < 0 ? n : sg_alloc_table(&sgt, n, GFP_KERNEL);
+	if (ret)
+		goto put;
+	sp_peer_runs(m->sgt, ctx->map_off, ctx->map_len, max_seg, sgt.sgl);
+
+	mutex_lock(&ctx->lock);
+	ret = sp_peer_ctx_mappable(ctx);	/* invalidated meanwhile? */
 	if (ret) {
-		dma_buf_unmap_attachment(attach, exp, DMA_BIDIRECTIONAL);
-		goto unpublish;
+		mutex_unlock(&ctx->lock);
+		sg_free_table(&sgt);
+		goto put;
 	}
-	sp_peer_runs(exp, ctx->map_off, ctx->map_len, max_seg, ctx->sgt.sgl);
+	ctx->map = m;
+	ctx->sgt = sgt;
 	ctx->have_sgt = true;
-	ctx->exp_sgt = exp;
 	*sg_head = ctx->sgt;
 	*nmap = ctx->sgt.nents;	/* may point into *sg_head: set last */
 	mutex_unlock(&ctx->lock);
-	dma_resv_unlock(dmabuf->resv);
 
 	atomic64_inc(&sp_stats.peer_maps);
 	sp_nl_peer_event(ctx->imp, STRIXPEER_PEER_MAP, ctx->map_len, 0);
 	return 0;
 
-unpublish:
-	ctx->attach = NULL;
-unlock:
-	mutex_unlock(&ctx->lock);
-	dma_resv_unlock(dmabuf->resv);
-	dma_buf_detach(dmabuf, attach);
+put:
+	sp_peer_map_put(m);
 	return ret;
 }
 
 static int sp_peer_dma_unmap(struct sg_table *sg_head, void *client_context,
 			     struct device *dma_device)
 {
-	sp_peer_unmap_exporter(client_context);
+	sp_peer_ctx_unmap(client_context);
 	return 0;
 }
 
@@ -467,7 +622,7 @@ static void sp_peer_put_pages(struct sg_table *sg_head, void *client_context)
 	struct sp_peer_ctx *ctx = client_context;
 
 	/* Normally unmapped already; a core's error path may skip dma_unmap. */
-	sp_peer_unmap_exporter(ctx);
+	sp_peer_ctx_unmap(ctx);
 	sp_peer_free_sgt(ctx);
 	mutex_lock(&ctx->lock);
 	ctx->have_core_ctx = false;
@@ -490,14 +645,12 @@ static void sp_peer_do_release(struct sp_peer_ctx *ctx)
 	imp->nr_ctxs--;
 	mutex_unlock(&imp->lock);
 
-	sp_peer_unmap_exporter(ctx);
+	sp_peer_ctx_unmap(ctx);
 	sp_peer_free_sgt(ctx);
-	if (ctx->attach)	/* no move_notify after this returns */
-		dma_buf_detach(imp->dmabuf, ctx->attach);
-
-	if (imp->implicit)
-		sp_import_end(imp, STRIXPEER_INVAL_UNIMPORT);
-	sp_import_put(imp);
+	if (imp->implicit)	/* it ends with its registration */
+		sp_import_finish(imp, STRIXPEER_INVAL_UNIMPORT);
+	else
+		sp_import_put(imp);
 	mutex_destroy(&ctx->lock);
 	kfree(ctx);
 	atomic64_dec(&sp_stats.peer_registrations);
@@ -514,8 +667,8 @@ static void sp_peer_release_work(struct work_struct *work)
 /*
  * Legacy cores tear the whole registration down inside the invalidate
  * callback, release() included: then we are still inside our own
- * invalidation (holding the import's lock, or the resv lock in
- * move_notify) and finish the release afterwards, from a worker.
+ * invalidation (holding the import's lock) and finish the release
+ * afterwards, from a worker.
  */
 static void sp_peer_release(void *client_context)
 {
@@ -589,6 +742,7 @@ out:
 /* Contexts hold module references, so none is left here. */
 void sp_peer_exit(void)
 {
+	WARN_ON(!list_empty(&sp_peer_maps));
 	if (sp_peer_handle)
 		ib_unregister_peer_memory_client(sp_peer_handle);
 	sp_peer_handle = NULL;

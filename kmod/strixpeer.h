@@ -73,12 +73,13 @@ struct sp_peer_ctx;
  * @mm: the process's address space (mmgrab'ed)
  * @pid: tgid of the importing process
  * @id: node-wide id (netlink, events)
- * @dmabuf: our reference on the dma-buf
+ * @dmabuf: our reference on the dma-buf (an implicit import gets it after
+ *	its notifier was inserted, before it is published)
  * @offset: byte offset into @dmabuf of @va
  * @length: bytes
  * @va: start of the range
  * @implicit: created by the zero-change mode for one registration of a
- *	GEM mapping, not by the IMPORT ioctl
+ *	GEM mapping, not by the IMPORT ioctl; never in the tree
  * @notifier: mmu interval notifier over the range (unmap and exit)
  * @notifier_live: @notifier is inserted (only touched under @lock's
  *	protocol: set before publication, cleared by the one ending caller)
@@ -204,6 +205,7 @@ struct sp_import *sp_import_find(struct mm_struct *mm, unsigned long addr,
 				 size_t size);
 struct sp_import *sp_import_from_gem(unsigned long addr, size_t size);
 void sp_import_end(struct sp_import *imp, enum strixpeer_inval_reason reason);
+void sp_import_finish(struct sp_import *imp, enum strixpeer_inval_reason reason);
 void sp_import_put(struct sp_import *imp);
 void sp_import_queue_work(struct work_struct *work);
 int sp_import_init(void);

@@ -39,6 +39,10 @@ result() {	# result <0|1> <name> [skip reason]; says how long the step took
 mark() { dmesg | wc -l; }
 since() { dmesg | tail -n +$(($1 + 1)); }	# kernel messages after a mark
 loaded() { [ -d "/sys/module/$1" ]; }
+# strixpeer is reloaded with the load-time parameters it had, but the name
+keep=()
+[ -r /sys/module/strixpeer/parameters/claim_gem_drivers ] &&
+	keep=("claim_gem_drivers=$(cat /sys/module/strixpeer/parameters/claim_gem_drivers)")
 names() {	# names <program tap> <holder>: build/tests/peer_names
 	SP_PEER_NAME=amdkfd SP_PEER_HOLDER=$2 timeout 300 build/tests/peer_names \
 		> "$SP_OUT/$1.tap" 2>&1
@@ -66,7 +70,7 @@ result $? "amdkfd_stand_in_builds_W1_clean"
 
 # strixpeer takes the name.
 m=$(mark)
-rmmod strixpeer && insmod "$pdko" peer_client_name=amdkfd &&
+rmmod strixpeer && insmod "$pdko" "${keep[@]}" peer_client_name=amdkfd &&
 	[ "$(cat $param)" = amdkfd ] &&
 	since "$m" | grep -q "strixpeer: PeerDirect client 'amdkfd' registered"
 result $? "loads_with_peer_client_name_amdkfd"
@@ -88,7 +92,7 @@ rmmod strixpeer
 insmod "$stub/sp_amdkfd_stub.ko" 2> "$out/stub-insmod.log"
 result $? "amdkfd_stand_in_registers"
 m=$(mark)
-insmod "$pdko" peer_client_name=amdkfd 2> "$out/insmod-clash.log"
+insmod "$pdko" "${keep[@]}" peer_client_name=amdkfd 2> "$out/insmod-clash.log"
 result $? "strixpeer_loads_while_another_client_holds_amdkfd"
 since "$m" > "$out/dmesg-clash.txt"
 sed 's/^/# /' "$out/dmesg-clash.txt"
@@ -109,13 +113,13 @@ timeout 120 build/examples/gpu_import 198.18.0.2 13380 $((4 << 20)) >> "$out/gpu
 result $? "strixpeer_without_peerdirect_still_moves_data"
 
 # Back to the default name.
-rmmod strixpeer && rmmod sp_amdkfd_stub && insmod "$pdko" &&
+rmmod strixpeer && rmmod sp_amdkfd_stub && insmod "$pdko" "${keep[@]}" &&
 	[ -f $peers/strixpeer/version ] && [ ! -e $peers/amdkfd ]
 result $? "unloads_and_default_name_returns"
 
 # Whatever failed above: leave the modules as found.
 loaded sp_amdkfd_stub && { rmmod strixpeer 2> /dev/null; rmmod sp_amdkfd_stub; }
 loaded strixpeer && [ "$(cat $param)" != strixpeer ] && rmmod strixpeer
-loaded strixpeer || insmod "$pdko"
+loaded strixpeer || insmod "$pdko" "${keep[@]}"
 echo "1..$n"
 [ $failed -eq 0 ] && [ $prc -eq 0 ]

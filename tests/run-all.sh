@@ -8,7 +8,8 @@
 #
 # Environment: SP_KERNELS="6.1 6.12 ..." limits the kernels (names as
 # 'tests/vm/kernels.sh list' prints them); SP_TESTS="abi rdma_rxe" limits
-# the programs run in the VM; SP_PROVISION=0 leaves out provisioning.
+# the programs run in the VM; SP_PROVISION=0 leaves out provisioning;
+# SP_VM_JOBS (default 2) is how many kernels and provisioning run at once.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 repo=$PWD
@@ -126,34 +127,83 @@ for k in "${kernels[@]}"; do
 done
 
 want=${SP_KERNELS:-}
+# One job per kernel (build the modules with W=1, boot, run the suite) and
+# one for provisioning, SP_VM_JOBS (default 2) at a time: each VM is
+# single-threaded TCG, so two keep both cores of a 2-core machine busy.
+# The debug kernels take longest and start first. Results are recorded in
+# a fixed order once every job has finished.
+jobs=()
 for k in "${kernels[@]}"; do
 	read -r name kver root <<< "$k"
 	if [ -n "$want" ] && ! [[ " $want " == *" $name "* ]]; then
 		continue
 	fi
-	echo "== kernel $name ($kver)"
-	bdir=$repo/build/kmod/$kver
-	# strixpeer without and with the peer-memory API, and sp_peersim
-	logs=("$bdir/build.log" "$bdir/peersim/build.log" "$bdir/pd/build.log")
-	if tests/vm/build-module.sh "$kver" W=1 && ! grep -q 'warning:' "${logs[@]}"; then
-		record ok "$name/build_module_W=1_no_warnings"
-	else
-		record fail "$name/build_module_W=1_no_warnings" "see ${logs[*]}"
-		grep -hE 'warning:|error:' "${logs[@]}" 2> /dev/null | head -n 20
-		continue
-	fi
+	case $name in debug-*) jobs=("$k" "${jobs[@]}") ;; *) jobs+=("$k") ;; esac
+done
+[ "${SP_PROVISION:-1}" = 0 ] || jobs+=("provision")
 
-	vout=$out/vm-$name
+kernel_job() {	# kernel_job <name> <kver>: build, boot, test; leaves $vout/job-rc
+	local name=$1 kver=$2 bdir=$repo/build/kmod/$2 vout=$out/vm-$1 t0 vrc
 	mkdir -p "$vout"
+	# strixpeer without and with the peer-memory API, sp_peersim, sp_gpusim
+	if ! tests/vm/build-module.sh "$kver" W=1 > "$vout/build.txt" 2>&1 ||
+		grep -q 'warning:' "$bdir/build.log" "$bdir/peersim/build.log" \
+			"$bdir/pd/build.log"; then
+		echo build > "$vout/job-rc"
+		return
+	fi
 	t0=$(date +%s)
 	# shellcheck disable=SC2086
 	tests/vm/run-vm.sh --quiet --timeout 2400 "$kver" "$vout" -- \
-		tests/vm/guest-suite.sh "$bdir/strixpeer.ko" ${SP_TESTS:-}
+		tests/vm/guest-suite.sh "$bdir/strixpeer.ko" ${SP_TESTS:-} > "$vout/run-vm.txt" 2>&1
 	vrc=$?
-	echo "$name: VM run took $(( $(date +%s) - t0 )) s (exit $vrc)" | tee -a "$out/timing.txt"
+	echo "$name: VM run took $(( $(date +%s) - t0 )) s (exit $vrc)" > "$vout/vm-time.txt"
+	echo "$vrc" > "$vout/job-rc"
+}
+
+provision_job() {
+	local t0
+	t0=$(date +%s)
+	tests/vm/provision.sh "$out/provision" > "$out/provision.txt" 2>&1
+	echo "provision: $(( $(date +%s) - t0 )) s in all" > "$out/provision-time.txt"
+}
+
+echo "== kernels and provisioning, ${SP_VM_JOBS:-2} at a time: $(for j in "${jobs[@]}"; do printf '%s ' "${j%% *}"; done)"
+running=0
+for j in "${jobs[@]}"; do
+	if [ "$running" -ge "${SP_VM_JOBS:-2}" ]; then
+		wait -n
+		running=$((running - 1))
+	fi
+	if [ "$j" = provision ]; then
+		provision_job &
+	else
+		read -r name kver root <<< "$j"
+		kernel_job "$name" "$kver" &
+	fi
+	running=$((running + 1))
+done
+wait
+
+for j in "${jobs[@]}"; do
+	[ "$j" = provision ] && continue
+	read -r name kver root <<< "$j"
+	vout=$out/vm-$name
+	bdir=$repo/build/kmod/$kver
+	echo "== kernel $name ($kver)"
+	vrc=$(cat "$vout/job-rc" 2> /dev/null || echo none)
+	if [ "$vrc" = build ]; then
+		logs=("$bdir/build.log" "$bdir/peersim/build.log" "$bdir/pd/build.log")
+		record fail "$name/build_module_W=1_no_warnings" "see ${logs[*]}"
+		grep -hE 'warning:|error:' "${logs[@]}" "$vout/build.txt" 2> /dev/null | head -n 20
+		continue
+	fi
+	record ok "$name/build_module_W=1_no_warnings"
+	cat "$vout/vm-time.txt" >> "$out/timing.txt" 2> /dev/null
 	case $vrc in
 	124) record fail "$name/vm_run" "timed out (see $vout/console.log)" ;;
 	125) record fail "$name/vm_run" "guest crashed or gave no result (see $vout/console.log)" ;;
+	none) record fail "$name/vm_run" "the job left no result (see $vout)" ;;
 	*) record ok "$name/vm_run" ;;
 	esac
 	for tap in "$vout"/*.tap; do
@@ -174,9 +224,7 @@ if [ "${SP_PROVISION:-1}" = 0 ]; then
 	record skip "provision" "SP_PROVISION=0"
 else
 	echo "== provisioning (Debian packages, DKMS, kernel update)"
-	t0=$(date +%s)
-	tests/vm/provision.sh "$out/provision"
-	echo "provision: $(( $(date +%s) - t0 )) s in all" | tee -a "$out/timing.txt"
+	cat "$out/provision-time.txt" >> "$out/timing.txt" 2> /dev/null
 	for tap in "$out/provision"/*.tap; do
 		[ -e "$tap" ] || continue
 		record_tap "provision/$(basename "$tap" .tap)" "$tap"

@@ -161,7 +161,9 @@ struct strixpeer_import {
 /**
  * struct strixpeer_unimport - STRIXPEER_IOC_UNIMPORT (since ABI 1.1)
  * @handle: import to end; registrations using it are invalidated before
- *	this returns
+ *	this returns, and strixpeer's reference on the dma-buf is dropped
+ *	before it returns too unless a registration still holds the import
+ *	(then with that registration's deregistration)
  * @flags: zero
  */
 struct strixpeer_unimport {
@@ -277,7 +279,7 @@ enum strixpeer_inval_reason {
 	STRIXPEER_INVAL_CLOSE,		/* the importing fd was closed */
 	STRIXPEER_INVAL_UNMAP,		/* the range was unmapped */
 	STRIXPEER_INVAL_EXIT,		/* the importing process exited */
-	STRIXPEER_INVAL_MOVE,		/* the exporter moved the buffer */
+	STRIXPEER_INVAL_MOVE,		/* never sent: registrations pin the buffer */
 };
 
 enum {

@@ -51,4 +51,10 @@ probe DMA_BUF_VMAP_UNLOCKED \
 	'int sp_probe(struct dma_buf *d, struct iosys_map *m);' \
 	'int sp_probe(struct dma_buf *d, struct iosys_map *m) { return dma_buf_vmap_unlocked(d, m); }'
 
+# 6.3, bc292ab00f6c "mm: introduce vma->vm_flags wrapper functions"
+probe VM_FLAGS_SET \
+	'#include <linux/mm.h>' \
+	'void sp_probe(struct vm_area_struct *vma);' \
+	'void sp_probe(struct vm_area_struct *vma) { vm_flags_set(vma, VM_DONTDUMP); }'
+
 echo "#endif"

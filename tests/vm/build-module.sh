@@ -4,7 +4,8 @@
 #
 #   build/kmod/<kver>/strixpeer.ko          as a Debian node builds it: no
 #                                           peer-memory API in the kernel
-#   build/kmod/<kver>/peersim/sp_peersim.ko the simulated PeerDirect core
+#   build/kmod/<kver>/peersim/sp_peersim.ko the simulated PeerDirect core,
+#                  .../peersim/sp_gpusim.ko and the moving GEM exporter
 #                                           (tests/vm/build-peersim.sh)
 #   build/kmod/<kver>/pd/strixpeer.ko       linked against sp_peersim's
 #                                           Module.symvers, as against OFED's

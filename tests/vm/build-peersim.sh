@@ -1,9 +1,10 @@
 #!/bin/bash
-# Builds sp_peersim.ko (tests/kmod/: the simulated PeerDirect core + HCA)
-# for one of the VM kernels, in build/kmod/<kver>/peersim/ (a copy of the
-# sources, so several kernels never share objects). Its Module.symvers is
-# what strixpeer links against (KBUILD_EXTRA_SYMBOLS) to use the
-# peer-memory API.
+# Builds the test modules of tests/kmod/ - sp_peersim.ko (the simulated
+# PeerDirect core + HCA) and sp_gpusim.ko (an amdgpu/TTM-like DRM exporter
+# whose buffers move) - for one of the VM kernels, in
+# build/kmod/<kver>/peersim/ (a copy of the sources, so several kernels
+# never share objects). Its Module.symvers is what strixpeer links against
+# (KBUILD_EXTRA_SYMBOLS) to use the peer-memory API.
 #
 #   build-peersim.sh <kver> [make args...]     e.g. W=1
 #

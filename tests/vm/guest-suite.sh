@@ -40,11 +40,20 @@ pdko=$kdir/pd/strixpeer.ko
 with_peer=
 [[ " ${tests[*]} " == *" peer "* ]] && with_peer=1
 
-# strixpeer needs drm (zero-change mode); vgem is the GEM exporter.
+# strixpeer needs drm (zero-change mode); vgem is the GEM exporter, and
+# sp_gpusim (tests/kmod/gpusim.c) an amdgpu/TTM-like one whose buffers move.
 if modprobe -a drm vgem 2> "$out/modprobe.log"; then
 	gcase ok "drm_and_vgem_load"
 else
 	gcase "not ok" "drm_and_vgem_load"
+fi
+gpusim=$kdir/peersim/sp_gpusim.ko
+if [ -n "$with_peer" ]; then
+	if insmod "$gpusim" 2> "$out/insmod-gpusim.log"; then
+		gcase ok "gpusim_loads"
+	else
+		gcase "not ok" "gpusim_loads"
+	fi
 fi
 
 run_tap() {	# run_tap <name> <command...>: one TAP program, timed
@@ -85,9 +94,20 @@ fi
 # still checked).
 seg=65536
 [ -d /sys/kernel/debug/dma-api ] && seg=$((2 << 30))
+# Zero-change mode recognises sp_gpusim's mappings too (as amdgpu's).
+pd_args="claim_gem_drivers=amdgpu,vgem,sp_gpusim"
 load_pd() {	# load_pd <modern|legacy>
 	insmod "$sim" semantics="$1" max_seg_size=$seg 2> "$out/insmod-sim-$1.log" &&
-		insmod "$pdko" 2> "$out/insmod-$1.log"
+		insmod "$pdko" $pd_args 2> "$out/insmod-$1.log"
+}
+# The PeerDirect programs, run with each core semantics.
+peer_progs="peer peer_rocm peer_move"
+run_peer() {	# run_peer <modern|legacy>
+	local p r=0
+	for p in $peer_progs; do
+		run_tap "$p-$1" "build/tests/$p" || r=1
+	done
+	return $r
 }
 if load_pd modern; then
 	gcase ok "module_loads"
@@ -100,7 +120,7 @@ if [ -n "$with_peer" ]; then
 	if insmod "$pdko" peerdirect=0 &&
 		build/strixpeerctl status | grep -q 'reason .*disabled by the module parameter peerdirect=0' &&
 		[ ! -e /sys/kernel/mm/memory_peers/strixpeer ] &&
-		rmmod strixpeer && insmod "$pdko"; then
+		rmmod strixpeer && insmod "$pdko" $pd_args; then
 		gcase ok "peerdirect_0_leaves_the_client_unregistered"
 	else
 		gcase "not ok" "peerdirect_0_leaves_the_client_unregistered"
@@ -130,7 +150,7 @@ for t in "${tests[@]}"; do
 	asan-*)	# the same program built with ASan+UBSan (make user)
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 			run_tap "$t" "build/asan/${t#asan-}" || rc=1 ;;
-	peer) run_tap peer-modern build/tests/peer || rc=1 ;;
+	peer) run_peer modern || rc=1 ;;
 	engines) run_tap engines tests/engines-guest.sh "$sim" "$pdko" || rc=1 ;;	# UCX, Open MPI, gpu_import, amdkfd name
 	*) run_tap "$t" "build/tests/$t" || rc=1 ;;
 	esac
@@ -150,10 +170,18 @@ unload_pd "module_unloads_after_suite"
 if [ -n "$with_peer" ]; then
 	if load_pd legacy; then
 		gcase ok "module_loads_with_legacy_core"
-		run_tap peer-legacy build/tests/peer || rc=1
+		run_peer legacy || rc=1
 		unload_pd "module_unloads_after_legacy_core"
 	else
 		gcase "not ok" "module_loads_with_legacy_core"
+		rc=1
+	fi
+fi
+if [ -n "$with_peer" ]; then
+	if rmmod sp_gpusim 2> "$out/rmmod-gpusim.log"; then
+		gcase ok "gpusim_unloads"
+	else
+		gcase "not ok" "gpusim_unloads"
 		rc=1
 	fi
 fi

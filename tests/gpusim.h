@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU buffers laid out the way ROCm lays them out, for the PeerDirect tests:
+ * sp_gpusim (tests/kmod/gpusim.c, an amdgpu/TTM-like DRM driver whose
+ * buffers move) and vgem, mapped through DRM's GEM mmap into a PROT_NONE
+ * aperture as libhsakmt's fmm_map_to_cpu() does.
+ */
+#ifndef SP_GPUSIM_H
+#define SP_GPUSIM_H
+
+#include "dmabuf_util.h"
+#include "kmod/gpusim_uapi.h"
+
+/* The first DRM node /dev/dri/<prefix>N (N from first) of driver @name, or -1. */
+static inline int sp_drm_node(const char *prefix, int first, const char *name)
+{
+	for (int i = first; i < first + 64; i++) {
+		char path[40], got[32] = "";
+		struct sp_drm_version v = { .name_len = sizeof(got) - 1, .name = got };
+		int fd;
+
+		snprintf(path, sizeof(path), "/dev/dri/%s%d", prefix, i);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (ioctl(fd, SP_DRM_IOCTL_VERSION, &v) == 0 && !strcmp(got, name))
+			return fd;
+		close(fd);
+	}
+	return -1;
+}
+
+/* sp_gpusim's render node; skips the case without it. */
+static inline int gpusim_open(void)
+{
+	int fd = sp_drm_node("renderD", 128, SP_GPUSIM_DRIVER_NAME);
+
+	if (fd < 0)
+		SKIP("no %s render node in /dev/dri (sp_gpusim.ko not loaded)",
+		     SP_GPUSIM_DRIVER_NAME);
+	return fd;
+}
+
+static inline uint32_t gpusim_create(int fd, uint64_t size, uint32_t domain, uint32_t flags,
+				     uint64_t *mmap_offset)
+{
+	struct sp_gpusim_create c = { .size = size, .domain = domain, .flags = flags };
+
+	CHECK(ioctl(fd, DRM_IOCTL_SP_GPUSIM_CREATE, &c) == 0, "GPUSIM_CREATE %" PRIu64 ": %s",
+	      size, strerror(errno));
+	if (mmap_offset)
+		*mmap_offset = c.mmap_offset;
+	return c.handle;
+}
+
+static inline void gpusim_populate(int fd, uint32_t handle, uint64_t offset, uint64_t length)
+{
+	struct sp_gpusim_populate p = { .handle = handle, .offset = offset, .length = length };
+
+	CHECK(ioctl(fd, DRM_IOCTL_SP_GPUSIM_POPULATE, &p) == 0, "GPUSIM_POPULATE: %s",
+	      strerror(errno));
+}
+
+/* MOVE: returns like ioctl(2); *moved (optional) as the module reports it. */
+static inline int gpusim_move(int fd, uint32_t handle, uint32_t domain, uint32_t flags,
+			      uint32_t *moved)
+{
+	struct sp_gpusim_move m = { .handle = handle, .domain = domain, .flags = flags };
+	int ret = ioctl(fd, DRM_IOCTL_SP_GPUSIM_MOVE, &m);
+
+	if (moved)
+		*moved = m.moved;
+	return ret;
+}
+
+static inline struct sp_gpusim_info gpusim_info(int fd, uint32_t handle)
+{
+	struct sp_gpusim_info i = { .handle = handle };
+
+	CHECK(ioctl(fd, DRM_IOCTL_SP_GPUSIM_INFO, &i) == 0, "GPUSIM_INFO: %s", strerror(errno));
+	return i;
+}
+
+/* Module counters; SP_GPUSIM_STATS_DRAIN first checks all old backing. */
+static inline struct sp_gpusim_stats gpusim_stats(int fd, uint32_t flags)
+{
+	struct sp_gpusim_stats s = { .flags = flags };
+
+	CHECK(ioctl(fd, DRM_IOCTL_SP_GPUSIM_STATS, &s) == 0, "GPUSIM_STATS: %s", strerror(errno));
+	return s;
+}
+
+/* DRM PRIME export of a GEM handle (the BO's registered dma-buf). */
+static inline int sp_prime_export(int drm_fd, uint32_t handle)
+{
+	struct sp_drm_prime_handle ph = { .handle = handle, .flags = O_RDWR | O_CLOEXEC };
+
+	CHECK(ioctl(drm_fd, SP_DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph) == 0, "PRIME_HANDLE_TO_FD: %s",
+	      strerror(errno));
+	return ph.fd;
+}
+
+/* Every old backing checked: no write reached memory after its move. */
+static inline void gpusim_check_no_stale(int fd, uint64_t stale_before)
+{
+	struct sp_gpusim_stats s = gpusim_stats(fd, SP_GPUSIM_STATS_DRAIN);
+
+	CHECK(s.stale_writes == stale_before,
+	      "%" PRIu64 " page(s) of moved-away backing were written (DMA after invalidation)",
+	      (uint64_t)(s.stale_writes - stale_before));
+	CHECK(s.quarantined == 0, "%" PRIu64 " bytes not checked", (uint64_t)s.quarantined);
+}
+
+/* A PROT_NONE reservation of @len bytes aligned to @align, as libhsakmt's aperture. */
+static inline uint8_t *sp_aperture(size_t len, size_t align)
+{
+	uint8_t *p = mmap(NULL, len + align, PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	uintptr_t a;
+
+	CHECK(p != MAP_FAILED, "aperture mmap: %s", strerror(errno));
+	a = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+	if (a > (uintptr_t)p)
+		munmap(p, a - (uintptr_t)p);
+	munmap((uint8_t *)a + len, (uintptr_t)p + align - a);
+	return (uint8_t *)a;
+}
+
+/*
+ * libhsakmt's fmm_map_to_cpu(): the BO at its DRM fake offset, MAP_SHARED |
+ * MAP_FIXED over a piece of the aperture, then MADV_DONTFORK.
+ */
+static inline void sp_rocm_map(uint8_t *at, size_t len, int drm_fd, uint64_t mmap_offset)
+{
+	void *p = mmap(at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, drm_fd,
+		       (off_t)mmap_offset);
+
+	CHECK(p == at, "BO mmap at %p: %s", (void *)at, strerror(errno));
+	CHECK_OK(madvise(at, len, MADV_DONTFORK));
+}
+
+/* hipFree(): the range goes back to a PROT_NONE reservation. */
+static inline void sp_rocm_free(uint8_t *at, size_t len)
+{
+	void *p = mmap(at, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+		       -1, 0);
+
+	CHECK(p == at, "PROT_NONE over %p: %s", (void *)at, strerror(errno));
+}
+
+/* The file offset /proc/self/maps shows for the mapping at @addr, or -1. */
+static inline int64_t sp_maps_offset(const void *addr)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	unsigned long start, end, off;
+	char line[512];
+	int64_t ret = -1;
+
+	CHECK(f, "/proc/self/maps: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx %*s %lx", &start, &end, &off) == 3 &&
+		    start <= (uintptr_t)addr && (uintptr_t)addr < end) {
+			ret = (int64_t)off;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+/* How many VMAs (lines of /proc/self/maps) cover [@addr, @addr + @len). */
+static inline int sp_maps_count(const void *addr, size_t len)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	uintptr_t a = (uintptr_t)addr;
+	unsigned long start, end;
+	char line[512];
+	int n = 0;
+
+	CHECK(f, "/proc/self/maps: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &start, &end) == 2 && start < a + len && end > a)
+			n++;
+	fclose(f);
+	return n;
+}
+
+/*
+ * A vgem BO as the tests map it ROCm-style: created on the card (dumb
+ * buffers exist only there), exported and imported into the render node
+ * when vgem has one (vgem's GEM mmap then runs on the render node, as
+ * amdgpu's does for ROCm), else mapped through the card.
+ */
+struct sp_vgem_bo {
+	int card;
+	int node;		/* the fd to mmap: render node, or the card */
+	uint32_t handle;	/* on the card */
+	uint64_t mmap_offset;
+	int dmabuf;		/* the PRIME export (-1 when mapped via the card) */
+	size_t len;
+};
+
+static inline void sp_vgem_bo_new(size_t len, struct sp_vgem_bo *b)
+{
+	struct sp_drm_create_dumb c = { .height = (uint32_t)(len / 16384), .width = 4096,
+					.bpp = 32 };
+	struct sp_drm_map_dumb md = { 0 };
+
+	memset(b, 0, sizeof(*b));
+	b->len = len;
+	b->dmabuf = -1;
+	CHECK(len % 16384 == 0, "vgem buffers here are multiples of 16 KiB");
+	b->card = sp_vgem_card();
+	if (b->card < 0)
+		SKIP("no vgem card in /dev/dri (modprobe vgem)");
+	CHECK_OK(ioctl(b->card, SP_DRM_IOCTL_MODE_CREATE_DUMB, &c));
+	b->handle = c.handle;
+	md.handle = c.handle;
+	CHECK_OK(ioctl(b->card, SP_DRM_IOCTL_MODE_MAP_DUMB, &md));
+	b->mmap_offset = md.offset;
+	b->node = sp_drm_node("renderD", 128, "vgem");
+	if (b->node >= 0) {
+		b->dmabuf = sp_prime_export(b->card, b->handle);
+		sp_vgem_import(b->node, b->dmabuf);	/* a handle in the render file */
+	} else {
+		b->node = b->card;
+	}
+}
+
+static inline void sp_vgem_bo_free(struct sp_vgem_bo *b)
+{
+	if (b->node >= 0 && b->node != b->card)
+		close(b->node);
+	if (b->dmabuf >= 0)
+		close(b->dmabuf);
+	if (b->card >= 0)
+		close(b->card);
+	b->card = b->node = b->dmabuf = -1;
+}
+
+#endif /* SP_GPUSIM_H */
