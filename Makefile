@@ -5,6 +5,7 @@
 #   make              module (if kernel headers are found), library, CLI, tests
 #   make module       strixpeer.ko against KDIR (default: the running kernel)
 #   make user         libstrixpeer, strixpeerctl and the test programs
+#   make examples     examples/ (UCX, Open MPI, PeerDirect flow) in build/examples/
 #   make demo         boot a VM, RDMA-write into a strixpeer buffer, show it
 #   make check        the whole test suite (host checks + one VM per kernel)
 #   make deps         install the Debian/Ubuntu packages the above need
@@ -72,7 +73,7 @@ TEST_HDR := $(wildcard tests/*.h)
 .PHONY: all user lib module module-clean deps check demo install install-lib clean \
 	dkms-install dkms-remove deb uninstall FORCE
 
-all: module user
+all: module user examples
 
 # The sanitizer build of the test programs that need no verbs device.
 ASAN_TESTS := abi lifetime limits netlink rdma_regmr
@@ -169,6 +170,27 @@ $(DOCTOR_TEST): tests/doctor/doctor-test.c $(DOCTOR_SRC) user/cli/doctor/doctor.
 		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
 		-Itests -Iuser/cli/doctor -o $@ $< $(DOCTOR_SRC) user/cli/print.c \
 		$(LIB_SRC) $(NL_LIBS) $(DOCTOR_LIBS) -lpthread
+
+# The examples (examples/), built like the tests against the static
+# library. An example whose engine is not installed (libucx-dev,
+# libopenmpi-dev, librdmacm-dev: make deps) is left out with a message.
+.PHONY: examples
+EX_LIBS := $(B)/libstrixpeer.a -libverbs $(NL_LIBS)
+EX_PKG_ucx_put := ucx
+EX_PKG_mpi_allreduce := mpi-c
+EX_PKG_gpu_import := librdmacm
+
+examples: $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
+
+$(B)/examples/%: examples/%.c examples/example.h $(LIB_HDR) $(B)/libstrixpeer.a
+	@mkdir -p $(B)/examples
+	@if pkg-config --exists $(EX_PKG_$*); then \
+		set -x; \
+		$(CC) $(CFLAGS) $(SP_CFLAGS) $$(pkg-config --cflags $(EX_PKG_$*)) -o $@ $< \
+			$(EX_LIBS) $$(pkg-config --libs $(EX_PKG_$*)); \
+	else \
+		echo "examples: $* left out: pkg-config finds no $(EX_PKG_$*) (make deps)"; \
+	fi
 
 deps:
 	./scripts/install-deps.sh

@@ -28,6 +28,10 @@ ibverbs-providers
 libibverbs-dev
 librdmacm-dev
 rdmacm-utils
+libucx-dev
+ucx-utils
+openmpi-bin
+libopenmpi-dev
 libnl-3-dev
 libnl-genl-3-dev
 libkmod-dev

@@ -61,6 +61,24 @@ else
 	tail -n 20 "$out/build-user.log"
 fi
 
+# The examples (UCX, Open MPI, rdma_cm; the VM's engine tests run them),
+# and checkpatch on the amdkfd stand-in the VM builds (tests/kmod/amdkfd_stub).
+if make -s examples > "$out/build-examples.log" 2>&1 &&
+	! grep -q 'left out' "$out/build-examples.log"; then
+	record ok "host/build_examples_Werror"
+else
+	record fail "host/build_examples_Werror" "see $out/build-examples.log"
+	tail -n 20 "$out/build-examples.log"
+fi
+if [ -f ../shared/tools/checkpatch/checkpatch.pl ]; then
+	if perl ../shared/tools/checkpatch/checkpatch.pl --no-tree --terse -q -f \
+		tests/kmod/amdkfd_stub/*.c > "$out/checkpatch-amdkfd-stub.log" 2>&1; then
+		record ok "host/checkpatch_amdkfd_stub"
+	else
+		record fail "host/checkpatch_amdkfd_stub" "see $out/checkpatch-amdkfd-stub.log"
+	fi
+fi
+
 checkpatch=../shared/tools/checkpatch/checkpatch.pl
 if [ -f "$checkpatch" ]; then
 	if perl "$checkpatch" --no-tree --terse -q -f kmod/*.c kmod/*.h include/uapi/strixpeer.h \
@@ -110,6 +128,19 @@ mapfile -t kernels < <(tests/vm/kernels.sh list 2> /dev/null)
 tests/kbuild-ofed-check.sh > "$out/kbuild-ofed-check.tap" 2>&1
 record_tap "host/kbuild-ofed-check" "$out/kbuild-ofed-check.tap"
 [ ${#kernels[@]} -gt 0 ] || record fail "host/kernels_available" "tests/vm/kernels.sh list is empty"
+
+# The amdkfd stand-in for the engine tests' kernels (tests/engines-guest.sh:
+# SP_ENGINES_KERNELS), built here in seconds rather than in the VM.
+for k in "${kernels[@]}"; do
+	read -r name kver _ <<< "$k"
+	[[ " ${SP_ENGINES_KERNELS:-6.12 sid} " == *" $name "* ]] || continue
+	[ -z "${SP_KERNELS:-}" ] || [[ " $SP_KERNELS " == *" $name "* ]] || continue
+	if tests/build-amdkfd-stub.sh "$kver" > "$out/amdkfd-stub-$name.log" 2>&1; then
+		record ok "$name/build_amdkfd_stub_W=1_no_warnings"
+	else
+		record fail "$name/build_amdkfd_stub_W=1_no_warnings" "see $out/amdkfd-stub-$name.log"
+	fi
+done
 
 want=${SP_KERNELS:-}
 # One job per kernel (build the modules with W=1, boot, run the suite) and

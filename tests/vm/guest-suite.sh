@@ -19,7 +19,7 @@ ko=$1
 shift
 tests=("$@")
 explicit=${tests[*]}
-[ ${#tests[@]} -gt 0 ] || tests=(abi lifetime limits backing netlink rdma_rxe rdma_regmr peer peersim_selftest export cli asan-abi asan-lifetime asan-limits asan-netlink asan-rdma_regmr doctor)
+[ ${#tests[@]} -gt 0 ] || tests=(abi lifetime limits backing netlink rdma_rxe rdma_regmr peer peersim_selftest export cli asan-abi asan-lifetime asan-limits asan-netlink asan-rdma_regmr doctor engines)
 out=${SP_OUT:?SP_OUT not set}
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 
@@ -152,6 +152,7 @@ for t in "${tests[@]}"; do
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 			run_tap "$t" "build/asan/${t#asan-}" || rc=1 ;;
 	peer) run_peer modern || rc=1 ;;
+	engines) run_tap engines tests/engines-guest.sh "$sim" "$pdko" || rc=1 ;;	# UCX, Open MPI, gpu_import, amdkfd name
 	*) run_tap "$t" "build/tests/$t" || rc=1 ;;
 	esac
 done
