@@ -357,8 +357,20 @@ static int cmd_status(int argc, char **argv)
 
 	pr_obj_open("peerdirect");
 	pr_bool("available", "available", info.features & SP_FEAT_PEERDIRECT);
-	if (!(info.features & SP_FEAT_PEERDIRECT))
+	if (info.features & SP_FEAT_PEERDIRECT) {
+		/* the name the peer-memory core knows it by (memory_peers/<name>) */
+		char name[80] = "";
+		FILE *f = fopen("/sys/module/strixpeer/parameters/peer_client_name", "re");
+
+		if (f && fgets(name, sizeof(name), f)) {
+			name[strcspn(name, "\n")] = '\0';
+			pr_str("client", "client", name);
+		}
+		if (f)
+			fclose(f);
+	} else {
 		pr_str("reason", "reason", info.peerdirect_reason);
+	}
 	if (sp_ctl_peer_stats(ctl, &pc) == 0) {
 		pr_u64("imports", "imports", pc.imports);
 		pr_u64("peer_registrations", "registrations", pc.registrations);
