@@ -92,7 +92,7 @@ result $? "status_shows_module_peerdirect_nodes"
 $ctl -j status > "$tmp/st.json"
 py 'v=open("VERSION").read().strip(); m=d["module"]; assert m["loaded"] and m["version"] == v, m
 p=d["peerdirect"]
-assert (p["available"] is True and "reason" not in p and p["imports"] >= 0) or (p["available"] is False and p["reason"]), p
+assert (p["available"] is True and "reason" not in p and p["client"] and p["imports"] >= 0) or (p["available"] is False and p["reason"]), p
 assert d["memory"]["buffers"] == 0 and len(d["nodes"]) >= 1 and d["limits"]["max_buf_size"] > 0
 assert d["sharing"]["buffers_scope"] == "all", d["sharing"]' < "$tmp/st.json"
 result $? "status_json_parses"
@@ -137,7 +137,7 @@ $ctl -j status > "$tmp/st2.json"
 python3 - "$tmp/st2.json" "$tmp/stats.json" << 'EOF'
 import json, sys
 st, stats = (json.load(open(f)) for f in sys.argv[1:])
-own = {"available", "reason", "exported_buffers", "registered_buffers", "buffers_scope"}
+own = {"available", "reason", "client", "exported_buffers", "registered_buffers", "buffers_scope"}
 for sect in ("memory", "peerdirect", "sharing"):
     for k, v in st[sect].items():
         if k in own:
