@@ -150,7 +150,7 @@ result $? "status_and_stats_share_counter_names"
 # Numbers are numbers: strings only where the value is text.
 python3 - "$tmp/st2.json" "$tmp/stats.json" "$tmp/bufs.json" << 'EOF'
 import json, sys
-text = {"library", "version", "abi", "reason", "error", "buffers_scope", "features"}
+text = {"library", "version", "abi", "reason", "client", "error", "buffers_scope", "features"}
 def walk(v, key):
     if isinstance(v, dict):
         for k, x in v.items():
