@@ -57,4 +57,10 @@ probe VM_FLAGS_SET \
 	'void sp_probe(struct vm_area_struct *vma);' \
 	'void sp_probe(struct vm_area_struct *vma) { vm_flags_set(vma, VM_DONTDUMP); }'
 
+# 6.14, "drm: remove driver date from struct drm_driver" (before it, 6.1's
+# DRM_IOCTL_VERSION warns when a driver leaves it NULL)
+probe DRM_DRIVER_DATE \
+	'#include <drm/drm_drv.h>' \
+	'const struct drm_driver sp_probe_drv = { .date = "20261201" };'
+
 echo "#endif"

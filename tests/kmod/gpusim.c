@@ -943,6 +943,9 @@ static const struct drm_driver gpusim_driver = {
 	.fops = &gpusim_fops,
 	.name = SP_GPUSIM_DRIVER_NAME,
 	.desc = "strixpeer tests: amdgpu/TTM-like buffer objects",
+#ifdef PSIM_HAVE_DRM_DRIVER_DATE
+	.date = "20261201",
+#endif
 	.major = 1,
 };
 
