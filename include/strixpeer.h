@@ -39,7 +39,8 @@ struct sp_buf_info {
 	uint32_t handle;		/**< handle on its sp_dev */
 	int node;			/**< NUMA node of every page */
 	uint64_t size;			/**< bytes */
-	uint64_t page_size;		/**< smallest page backing it */
+	uint64_t page_size;		/**< page size backing every byte: 2 MiB
+					 *   when all pages are 2 MiB, else 4 KiB */
 	uint32_t nr_chunks;		/**< physically contiguous runs */
 	uint32_t map_count;		/**< live mappings (any process) */
 	uint64_t mmap_offset;		/**< offset for mmap(2) on sp_dev_fd() */
@@ -148,10 +149,13 @@ int sp_dev_version(const struct sp_dev *dev, struct sp_version *ver);
  * @bufp: receives the buffer
  *
  * The mapping is shared, readable and writable, and can be registered with
- * ibv_reg_mr() on any verbs device.
+ * ibv_reg_mr() on any verbs device. It starts 2 MiB-aligned; on kernels
+ * 6.15 and later its 2 MiB pages are mapped with 2 MiB (PMD) entries, on
+ * first access.
  *
  * Return: 0 or negative errno (-EFBIG: above the module's max_buf_size;
- * -EDQUOT: RLIMIT_MEMLOCK; -ENOMEM: the pages could not be had).
+ * -EDQUOT: RLIMIT_MEMLOCK; -ENOMEM: the pages could not be had; -EINVAL:
+ * size 0, contradictory flags, or a node that is offline or has no memory).
  */
 int sp_buf_alloc(struct sp_dev *dev, size_t size, int node,
 		 unsigned int flags, struct sp_buf **bufp);
