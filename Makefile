@@ -7,6 +7,8 @@
 #   make user         libstrixpeer, strixpeerctl and the test programs
 #   make demo         boot a VM, RDMA-write into a strixpeer buffer, show it
 #   make check        the whole test suite (host checks + one VM per kernel)
+#   make bench        strixpeerctl bench + perftest calibration in the VM, per
+#                     kernel; results in build/bench/ (docs/performance.md)
 #   make deps         install the Debian/Ubuntu packages the above need
 #   make install      install library, header, pkg-config file, CLI, man pages,
 #                     bash completion (install-lib: the same without building tests)
@@ -39,17 +41,19 @@ LIB_SO := $(B)/$(SONAME).0.0
 NL_CFLAGS := $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null || echo -I/usr/include/libnl3)
 NL_LIBS := $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null || echo -lnl-genl-3 -lnl-3)
 
-LIB_SRC := user/lib/libstrixpeer.c user/lib/ctl.c user/lib/reg.c
+LIB_SRC := user/lib/libstrixpeer.c user/lib/ctl.c user/lib/reg.c \
+	user/lib/bench.c user/lib/bench_rdma.c
 LIB_OBJ := $(patsubst user/lib/%.c,$(B)/lib/%.o,$(LIB_SRC))
-LIB_HDR := include/strixpeer.h include/uapi/strixpeer.h user/lib/internal.h
-CLI_SRC := user/cli/strixpeerctl.c user/cli/print.c
-CLI_HDR := user/cli/print.h
+LIB_HDR := include/strixpeer.h include/uapi/strixpeer.h user/lib/internal.h \
+	user/lib/bench.h
+CLI_SRC := user/cli/strixpeerctl.c user/cli/print.c user/cli/bench.c
+CLI_HDR := user/cli/print.h user/cli/bench.h
 TEST_SRC := $(wildcard tests/*.c)
 TEST_BIN := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 TEST_HDR := $(wildcard tests/*.h)
 
 .PHONY: all user lib module module-clean deps check demo install install-lib clean \
-	dkms-install dkms-remove deb
+	dkms-install dkms-remove deb bench
 
 all: module user
 
@@ -82,7 +86,7 @@ $(B)/lib/%.o: user/lib/%.c $(LIB_HDR) | $(B)/lib
 $(LIB_SO): $(LIB_OBJ) user/lib/libstrixpeer.map
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) \
 		-Wl,--version-script=user/lib/libstrixpeer.map -o $@ $(LIB_OBJ) $(NL_LIBS) \
-		-libverbs
+		-libverbs -lrdmacm -lm
 	ln -sf $(SONAME).0.0 $(B)/$(SONAME)
 	ln -sf $(SONAME).0.0 $(B)/libstrixpeer.so
 
@@ -101,14 +105,14 @@ $(B)/strixpeer.pc: user/lib/strixpeer.pc.in VERSION | $(B)
 # Test programs link the static library, so they run anywhere (VM included).
 $(B)/tests/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(B)/libstrixpeer.a | $(B)/tests
 	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests -o $@ $< $(B)/libstrixpeer.a \
-		-libverbs $(NL_LIBS) -lpthread
+		-libverbs -lrdmacm -lm $(NL_LIBS) -lpthread
 
 # Library and test compiled together with AddressSanitizer and UBSan.
 $(B)/asan/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(LIB_SRC)
 	@mkdir -p $(B)/asan
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
-		-Itests -o $@ $< $(LIB_SRC) -libverbs $(NL_LIBS) -lpthread
+		-Itests -o $@ $< $(LIB_SRC) -libverbs -lrdmacm -lm $(NL_LIBS) -lpthread
 
 deps:
 	./scripts/install-deps.sh
@@ -118,6 +122,9 @@ check: deps
 
 demo: deps
 	./tests/vm/demo.sh
+
+bench: deps user
+	./tests/vm/bench.sh
 
 install: user install-lib
 

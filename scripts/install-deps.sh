@@ -3,7 +3,8 @@
 # test VM and running the test suite need (dkms ... man-db: 'make deb' and
 # the provisioning tests, which install the packages inside the VM, whose
 # root is this host's; patchelf and debian-archive-keyring: Debian sid's
-# kernel and toolchain, tests/vm/sid-toolchain.sh). Idempotent: packages already
+# kernel and toolchain, tests/vm/sid-toolchain.sh; perftest and gnuplot-nox:
+# make bench's calibration and plot). Idempotent: packages already
 # present are not touched, and apt is not contacted when nothing is missing.
 set -eu
 
@@ -45,6 +46,8 @@ adduser
 passwd
 util-linux
 man-db
+perftest
+gnuplot-nox
 "
 
 missing=""

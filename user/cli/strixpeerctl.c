@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "bench.h"
 #include "print.h"
 #include "strixpeer.h"
 
@@ -456,7 +457,7 @@ static int cmd_config_show(int argc, char **argv)
 }
 
 /* Bytes with an optional K/M/G/T suffix (powers of 1024). */
-static int parse_bytes(const char *s, uint64_t *out)
+int parse_bytes(const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
@@ -680,6 +681,12 @@ static int cmd_monitor(int argc, char **argv)
 
 static int cmd_help(int argc, char **argv);
 
+/* bench.c: its own options; the report follows -j */
+static int cmd_bench_json(int argc, char **argv)
+{
+	return cmd_bench(argc, argv, json);
+}
+
 static const struct cmd top_cmds[] = {
 	{ "status", cmd_status, "module, PeerDirect, memory, limits, NUMA nodes" },
 	{ "version", cmd_version, "library, module and ABI versions" },
@@ -687,6 +694,7 @@ static const struct cmd top_cmds[] = {
 	{ "stats", cmd_stats, "[-f prometheus]: counters" },
 	{ "config", cmd_config, "show | set KEY VALUE" },
 	{ "monitor", cmd_monitor, "print events as they happen" },
+	{ "bench", cmd_bench_json, "[HOST] [--serve]: speed vs malloc, THP, hugetlb (--help)" },
 	{ "help", cmd_help, "this text" },
 	{ NULL, NULL, NULL },
 };
