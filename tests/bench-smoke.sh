@@ -1,4 +1,5 @@
 #!/bin/bash
+# shellcheck disable=SC2317 # the check functions are called through ok()
 # SPDX-License-Identifier: MIT
 # A smoke test of 'strixpeerctl bench' in the VM (make check): a tiny run
 # on the two Soft-RoCE nodes works and prints well-formed, complete JSON
@@ -25,6 +26,7 @@ ok() {	# ok <name> <command...>
 echo "TAP version 13"
 echo "1..6"
 
+# shellcheck disable=SC2054 # commas inside option values
 tiny=(--size 8M --repeat 2 --kinds strixpeer,malloc,thp --min-msg 4K --max-msg 8K
 	--iters 8 --max-bytes 64K --lat-iters 5 --events --quiet)
 

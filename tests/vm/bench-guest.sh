@@ -52,6 +52,8 @@ cat "$out/bench-stdout.txt"
 # busy-polls a CQ for the closing handshake during the whole test (100% of
 # cpu 1 in top), which halves Soft-RoCE's throughput, whose work runs on
 # those same CPUs (docs/performance.md); our server sleeps in a socket read.
+reps=${SP_BENCH_PERFTEST_REPEAT:-3}
+[ "$reps" -gt 0 ] || { echo "bench: no calibration (SP_BENCH_PERFTEST_REPEAT=0)"; exit $rc; }
 cal=$out/calibration
 mkdir -p "$cal"
 gid=
@@ -62,7 +64,6 @@ for g in /sys/class/infiniband/rxe0/ports/1/gids/*; do
 	esac
 done
 [ -n "$gid" ] || { echo "bench: no RoCE v2 IPv4 GID on rxe0"; gid=1; }
-reps=${SP_BENCH_PERFTEST_REPEAT:-3}
 port=18600
 for r in $(seq "$reps"); do
 	# shellcheck disable=SC2086 # options word-split on purpose

@@ -1034,7 +1034,7 @@ int sp_bench_write_plot(const struct sp_bench *b, const char *svg)
 	f = fopen(gp, "we");
 	if (!f)
 		return sp_fail(errno, "%s: %s", gp, strerror(errno));
-	fprintf(f, "set terminal svg size 1200,420 dynamic font 'sans,11'\n"
+	fprintf(f, "set terminal svg size 1200,420 dynamic noenhanced font 'sans,11'\n"
 		"set output '%s'\nset multiplot layout 1,3 title 'strixpeer bench: kernel %s, %s, median of %u'\n"
 		"set logscale x 2\nset format x '%%.0b%%B'\nset xlabel 'message size'\n"
 		"set ylabel 'MiB/s'\nset key top left\nset grid\n",
