@@ -8,6 +8,8 @@
 #   make examples     examples/ (UCX, Open MPI, PeerDirect flow) in build/examples/
 #   make demo         boot a VM, RDMA-write into a strixpeer buffer, show it
 #   make check        the whole test suite (host checks + one VM per kernel)
+#   make bench        strixpeerctl bench + perftest calibration in the VM, per
+#                     kernel; results in build/bench/ (docs/performance.md)
 #   make deps         install the Debian/Ubuntu packages the above need
 #   make install      install library, header, pkg-config and CMake files, CLI,
 #                     man pages, bash completion (install-lib: the same without
@@ -52,14 +54,16 @@ LIB_SO := $(B)/$(SONAME).0.0
 NL_CFLAGS := $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null || echo -I/usr/include/libnl3)
 NL_LIBS := $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null || echo -lnl-genl-3 -lnl-3)
 
-LIB_SRC := user/lib/libstrixpeer.c user/lib/ctl.c user/lib/reg.c
+LIB_SRC := user/lib/libstrixpeer.c user/lib/ctl.c user/lib/reg.c \
+	user/lib/bench.c user/lib/bench_rdma.c
 LIB_OBJ := $(patsubst user/lib/%.c,$(B)/lib/%.o,$(LIB_SRC))
 # The static library: the same sources without symbol versions, linked into
 # one object whose only global symbols are the API's (the version script's).
 STATIC_OBJ := $(patsubst user/lib/%.c,$(B)/static/%.o,$(LIB_SRC))
-LIB_HDR := include/strixpeer.h include/uapi/strixpeer.h user/lib/internal.h
-CLI_SRC := user/cli/strixpeerctl.c user/cli/print.c
-CLI_HDR := user/cli/print.h
+LIB_HDR := include/strixpeer.h include/uapi/strixpeer.h user/lib/internal.h \
+	user/lib/bench.h
+CLI_SRC := user/cli/strixpeerctl.c user/cli/print.c user/cli/bench.c
+CLI_HDR := user/cli/print.h user/cli/bench.h
 # strixpeerctl doctor (user/cli/doctor/): checks that read files only, the
 # live probes and --rdma-test; libkmod finds modules, librdmacm connects --peer
 DOCTOR_SRC := $(wildcard user/cli/doctor/*.c)
@@ -71,7 +75,7 @@ TEST_BIN := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 TEST_HDR := $(wildcard tests/*.h)
 
 .PHONY: all user lib module module-clean deps check demo install install-lib clean \
-	dkms-install dkms-remove deb uninstall FORCE
+	dkms-install dkms-remove deb uninstall bench FORCE
 
 all: module user examples
 
@@ -105,7 +109,7 @@ $(B)/lib/%.o: user/lib/%.c $(LIB_HDR) | $(B)/lib
 $(LIB_SO): $(LIB_OBJ) user/lib/libstrixpeer.map
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) \
 		-Wl,--version-script=user/lib/libstrixpeer.map -o $@ $(LIB_OBJ) $(NL_LIBS) \
-		-libverbs
+		-libverbs -lrdmacm -lm
 	ln -sf $(SONAME).0.0 $(B)/$(SONAME)
 	ln -sf $(SONAME).0.0 $(B)/libstrixpeer.so
 
@@ -151,14 +155,14 @@ $(B)/strixpeerConfigVersion.cmake: user/lib/strixpeerConfigVersion.cmake.in VERS
 # Test programs link the static library, so they run anywhere (VM included).
 $(B)/tests/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(B)/libstrixpeer.a | $(B)/tests
 	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests -o $@ $< $(B)/libstrixpeer.a \
-		-libverbs $(NL_LIBS) -lpthread
+		-libverbs -lrdmacm -lm $(NL_LIBS) -lpthread
 
 # Library and test compiled together with AddressSanitizer and UBSan.
 $(B)/asan/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(LIB_SRC)
 	@mkdir -p $(B)/asan
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
-		-Itests -o $@ $< $(LIB_SRC) -libverbs $(NL_LIBS) -lpthread
+		-Itests -o $@ $< $(LIB_SRC) -libverbs -lrdmacm -lm $(NL_LIBS) -lpthread
 
 # doctor's host test (tests/doctor/): the checks against generated fixture
 # trees, built with AddressSanitizer and UBSan
@@ -169,13 +173,13 @@ $(DOCTOR_TEST): tests/doctor/doctor-test.c $(DOCTOR_SRC) user/cli/doctor/doctor.
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
 		-Itests -Iuser/cli/doctor -o $@ $< $(DOCTOR_SRC) user/cli/print.c \
-		$(LIB_SRC) $(NL_LIBS) $(DOCTOR_LIBS) -lpthread
+		$(LIB_SRC) $(NL_LIBS) $(DOCTOR_LIBS) -lm -lpthread
 
 # The examples (examples/), built like the tests against the static
 # library. An example whose engine is not installed (libucx-dev,
 # libopenmpi-dev, librdmacm-dev: make deps) is left out with a message.
 .PHONY: examples
-EX_LIBS := $(B)/libstrixpeer.a -libverbs $(NL_LIBS)
+EX_LIBS := $(B)/libstrixpeer.a -libverbs -lrdmacm -lm $(NL_LIBS)
 EX_PKG_ucx_put := ucx
 EX_PKG_mpi_allreduce := mpi-c
 EX_PKG_gpu_import := librdmacm
@@ -200,6 +204,9 @@ check: deps
 
 demo: deps
 	./tests/vm/demo.sh
+
+bench: deps user
+	./tests/vm/bench.sh
 
 install: user install-lib
 

@@ -1,15 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * strixpeer buffers: pinned system memory, 2 MiB pages first, on one NUMA
- * node, mapped into user space page by page with vm_insert_pages() so that
+ * node, mapped into user space with ordinary struct pages so that
  * pin_user_pages() - and with it a plain ibv_reg_mr() on any verbs
  * provider - works on the mapping. (A remap_pfn_range() mapping would be
  * VM_PFNMAP, which GUP refuses.)
  *
- * High-order allocations are split into order-0 pages: each page then has
- * its own reference count, so vm_insert_page(), GUP pins taken by an MR and
- * our own reference all work the same way on every kernel, while the
- * memory stays physically contiguous and naturally aligned for the NIC.
+ * Two ways to map, chosen at build time by a conftest probe (SP_HUGE_MAP):
+ *
+ * - 4 KiB path (kernels before 6.15): high-order allocations are split into
+ *   order-0 pages, each with its own reference count, and every page is
+ *   inserted at mmap time with vm_insert_pages() (VM_MIXEDMAP). The memory
+ *   stays physically contiguous and naturally aligned for the NIC, but the
+ *   CPU and GUP see 4 KiB entries.
+ *
+ * - PMD path (vmf_insert_folio_pmd(), 6.15+): 2 MiB allocations stay
+ *   compound folios and are mapped on fault with one PMD entry each
+ *   (huge_fault); smaller allocations are split and mapped on fault with
+ *   one PTE each (fault, returning the page to the core). The VMA is an
+ *   ordinary shared file mapping - deliberately not VM_MIXEDMAP: the core
+ *   treats PMDs in VM_MIXEDMAP VMAs as "special" and would neither drop
+ *   the folio's reference nor its rmap when such a PMD is split (partial
+ *   munmap, mprotect or MADV_DONTNEED). Mappings are populated lazily; a
+ *   registration (GUP) faults them in, 512 faults per GiB.
+ *
+ * On both paths the device's get_unmapped_area (main.c) places mappings so
+ * that addresses and buffer offsets agree modulo 2 MiB, which PMD mapping
+ * needs and which lets an HCA's MTT use 2 MiB pages.
  *
  * The pages are allocated without __GFP_MOVABLE: they stay pinned for the
  * buffer's lifetime and must not sit in ZONE_MOVABLE or CMA, where a
@@ -73,10 +90,19 @@ static void sp_uncharge(struct mm_struct *mm, unsigned long npages)
 	atomic64_sub(npages, &mm->pinned_vm);
 }
 
+/* Keep a chunk of this order as one compound folio (PMD path only). */
+static bool sp_keep_folio(unsigned int order)
+{
+	return SP_HUGE_MAP && order == SP_HUGE_ORDER;
+}
+
 static struct page *sp_alloc_chunk(int node, unsigned int order,
 				   bool huge_only)
 {
 	gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_NOWARN | __GFP_THISNODE;
+
+	if (sp_keep_folio(order))
+		gfp |= __GFP_COMP;
 
 	/*
 	 * Opportunistic high orders give up quickly; what the caller cannot
@@ -90,13 +116,20 @@ static struct page *sp_alloc_chunk(int node, unsigned int order,
 	return alloc_pages_node(node, gfp, order);
 }
 
+/*
+ * Drop our reference on every folio of @pages[0..@nr): one per order-0
+ * page, one per compound 2 MiB folio (whose pages all sit in @pages).
+ */
 static void sp_put_pages(struct page **pages, unsigned long nr)
 {
-	unsigned long i;
+	unsigned long i = 0, n = 0;
 
-	for (i = 0; i < nr; i++) {
-		put_page(pages[i]);
-		if (!(i & 4095))
+	while (i < nr) {
+		struct folio *folio = page_folio(pages[i]);
+
+		i += folio_nr_pages(folio);
+		folio_put(folio);
+		if (!(++n & 1023))
 			cond_resched();
 	}
 }
@@ -124,6 +157,10 @@ static void sp_count_failure(int err, u64 size)
  * @size: bytes, a multiple of PAGE_SIZE (of 2 MiB when @huge_only)
  * @node: online NUMA node with memory; every page comes from it
  * @huge_only: fail with -ENOMEM rather than use pages below 2 MiB
+ *
+ * 2 MiB pages come first; once one cannot be had, smaller orders are used
+ * for the rest, so 2 MiB pages always sit at 2 MiB-aligned offsets of the
+ * buffer (the fault handler relies on that).
  *
  * The bytes count against the node-wide max_pinned_bytes (-ENOSPC) and
  * the pages are charged to current->mm's pinned_vm (-EDQUOT). A fatal
@@ -186,7 +223,9 @@ struct sp_buf *sp_buf_create(u64 size, int node, bool huge_only)
 			order--;
 			continue;
 		}
-		if (order)
+		if (sp_keep_folio(order))
+			buf->nr_huge++;
+		else if (order)
 			split_page(page, order);
 		if (!i || page_to_pfn(page) != page_to_pfn(buf->pages[i - 1]) + 1)
 			buf->nr_chunks++;
@@ -205,6 +244,9 @@ struct sp_buf *sp_buf_create(u64 size, int node, bool huge_only)
 		}
 		cond_resched();
 	}
+
+	/* Only sizes the module advertises (page_sizes): 2 MiB or 4 KiB. */
+	buf->page_size = buf->min_order >= SP_HUGE_ORDER ? PMD_SIZE : PAGE_SIZE;
 
 	ret = xa_alloc_cyclic(&sp_all_bufs, &buf->id, buf, xa_limit_31b,
 			      &sp_next_id, GFP_KERNEL);
@@ -264,12 +306,15 @@ struct sp_buf *sp_buf_get_next(unsigned long *id)
  */
 bool sp_buf_pinned(const struct sp_buf *buf)
 {
-	unsigned long i;
+	unsigned long i = 0, n = 0;
 
-	for (i = 0; i < buf->nr_pages; i++) {
-		if (folio_maybe_dma_pinned(page_folio(buf->pages[i])))
+	while (i < buf->nr_pages) {
+		struct folio *folio = page_folio(buf->pages[i]);
+
+		if (folio_maybe_dma_pinned(folio))
 			return true;
-		if (!(i & 4095))
+		i += folio_nr_pages(folio);
+		if (!(++n & 1023))
 			cond_resched();
 	}
 	return false;
@@ -324,10 +369,78 @@ static void sp_vm_close(struct vm_area_struct *vma)
 	sp_buf_put(buf);
 }
 
+#if SP_HUGE_MAP
 /*
- * Every page is inserted at mmap time; a fault only happens after the
- * PTEs were zapped (madvise(MADV_DONTNEED), fork without page copy), and
- * re-inserts the same page.
+ * PMD path. The core calls ->huge_fault first where a 2 MiB-aligned range
+ * of the VMA is unmapped; whatever it declines (VM_FAULT_FALLBACK) ends up
+ * in ->fault, one 4 KiB page at a time. Both only read the buffer's page
+ * array, which never changes while the VMA holds its reference, so they
+ * work under the mmap lock or the per-VMA lock alike.
+ */
+static vm_fault_t sp_vm_fault(struct vm_fault *vmf)
+{
+	struct sp_buf *buf = vmf->vma->vm_private_data;
+	unsigned long idx = vmf->pgoff & SP_COOKIE_PGOFF_MASK;
+	struct page *page;
+
+	if (idx >= buf->nr_pages)
+		return VM_FAULT_SIGBUS;
+	/* The core maps it, takes the rmap and keeps this reference. */
+	page = buf->pages[idx];
+	get_page(page);
+	vmf->page = page;
+	return 0;
+}
+
+static vm_fault_t sp_vm_huge_fault(struct vm_fault *vmf, unsigned int order)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct sp_buf *buf = vma->vm_private_data;
+	unsigned long haddr = vmf->address & PMD_MASK;
+	unsigned long idx;
+	struct folio *folio;
+
+	if (order != SP_HUGE_ORDER)
+		return VM_FAULT_FALLBACK;
+	if (haddr < vma->vm_start || haddr + PMD_SIZE > vma->vm_end)
+		return VM_FAULT_FALLBACK;
+	/* The buffer page at haddr: a 2 MiB page must start there. */
+	idx = (vmf->pgoff - ((vmf->address - haddr) >> PAGE_SHIFT)) &
+	      SP_COOKIE_PGOFF_MASK;
+	if (!IS_ALIGNED(idx, 1UL << SP_HUGE_ORDER) ||
+	    idx + (1UL << SP_HUGE_ORDER) > buf->nr_pages)
+		return VM_FAULT_FALLBACK;
+	folio = page_folio(buf->pages[idx]);
+	if (folio_order(folio) != SP_HUGE_ORDER ||
+	    &folio->page != buf->pages[idx])
+		return VM_FAULT_FALLBACK;
+	/* Takes its own folio reference and the rmap; zap drops both. */
+	return vmf_insert_folio_pmd(vmf, folio, vmf->flags & FAULT_FLAG_WRITE);
+}
+
+static const struct vm_operations_struct sp_vm_ops = {
+	.open = sp_vm_open,
+	.close = sp_vm_close,
+	.fault = sp_vm_fault,
+	.huge_fault = sp_vm_huge_fault,
+};
+
+/*
+ * Not VM_MIXEDMAP (see the top of this file); VM_HUGEPAGE so that huge
+ * faults happen under THP "madvise" too (THP "never", or MADV_NOHUGEPAGE
+ * on the range, leaves 4 KiB entries).
+ */
+static int sp_buf_map_pages(struct sp_buf *buf, struct vm_area_struct *vma,
+			    unsigned long pgoff)
+{
+	sp_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_HUGEPAGE);
+	return 0;
+}
+#else
+/*
+ * 4 KiB path. Every page is inserted at mmap time; a fault only happens
+ * after the PTEs were zapped (madvise(MADV_DONTNEED), fork without page
+ * copy), and re-inserts the same page.
  */
 static vm_fault_t sp_vm_fault(struct vm_fault *vmf)
 {
@@ -345,6 +458,20 @@ static const struct vm_operations_struct sp_vm_ops = {
 	.fault = sp_vm_fault,
 };
 
+/*
+ * No VM_IO or VM_PFNMAP: GUP refuses those, and pinning is the point.
+ * VM_MIXEDMAP is what vm_insert_pages() would set itself.
+ */
+static int sp_buf_map_pages(struct sp_buf *buf, struct vm_area_struct *vma,
+			    unsigned long pgoff)
+{
+	unsigned long left = vma_pages(vma);
+
+	sp_vm_flags_set(vma, VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP);
+	return vm_insert_pages(vma, vma->vm_start, buf->pages + pgoff, &left);
+}
+#endif
+
 /**
  * sp_buf_mmap() - map part of a buffer into a VMA
  * @buf: buffer; the VMA takes its own reference on success
@@ -353,13 +480,12 @@ static const struct vm_operations_struct sp_vm_ops = {
  *
  * Context: mmap handler, mmap lock held for writing.
  * Return: 0, -EINVAL for a private mapping or one beyond the buffer, or
- * vm_insert_pages()'s error.
+ * vm_insert_pages()'s error (4 KiB path).
  */
 int sp_buf_mmap(struct sp_buf *buf, struct vm_area_struct *vma,
 		unsigned long pgoff)
 {
 	unsigned long npages = vma_pages(vma);
-	unsigned long left = npages;
 	int ret;
 
 	mmap_assert_write_locked(vma->vm_mm);
@@ -370,12 +496,7 @@ int sp_buf_mmap(struct sp_buf *buf, struct vm_area_struct *vma,
 	if (pgoff >= buf->nr_pages || npages > buf->nr_pages - pgoff)
 		return -EINVAL;
 
-	/*
-	 * No VM_IO or VM_PFNMAP: GUP refuses those, and pinning is the point.
-	 * VM_MIXEDMAP is what vm_insert_pages() would set itself.
-	 */
-	sp_vm_flags_set(vma, VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP);
-	ret = vm_insert_pages(vma, vma->vm_start, buf->pages + pgoff, &left);
+	ret = sp_buf_map_pages(buf, vma, pgoff);
 	if (ret)
 		return ret;	/* the core unmaps what was inserted */
 

@@ -10,6 +10,7 @@
 #define _STRIXPEER_COMPAT_H
 
 #include <linux/mm.h>
+#include <linux/huge_mm.h>
 #include <linux/module.h>
 #include <net/genetlink.h>
 
@@ -54,6 +55,28 @@ static inline struct nlattr **sp_genl_dump_attrs(struct netlink_callback *cb)
 #define SP_DMA_BUF_MOVE_NOTIFY	invalidate_mappings
 #else
 #define SP_DMA_BUF_MOVE_NOTIFY	move_notify
+#endif
+
+/*
+ * PMD mappings of a buffer's 2 MiB pages from the fault handler: 6.15
+ * (vmf_insert_folio_pmd()). SP_HUGE_MAP says whether this build has them;
+ * without, buffer.c splits every allocation and maps 4 KiB pages.
+ */
+#ifdef STRIXPEER_HAVE_VMF_INSERT_FOLIO_PMD
+#define SP_HUGE_MAP		1
+#else
+#define SP_HUGE_MAP		0
+#endif
+
+/*
+ * The device's get_unmapped_area: 2 MiB-aligned placement (address and
+ * buffer offset congruent modulo 2 MiB) where thp_get_unmapped_area() is
+ * there to do it (CONFIG_TRANSPARENT_HUGEPAGE), else the mm's default.
+ */
+#ifdef STRIXPEER_HAVE_THP_GET_UNMAPPED_AREA
+#define sp_get_unmapped_area	thp_get_unmapped_area
+#else
+#define sp_get_unmapped_area	NULL
 #endif
 
 #endif /* _STRIXPEER_COMPAT_H */

@@ -59,4 +59,22 @@ probe DMA_BUF_INVALIDATE_MAPPINGS \
 	'void sp_probe_cb(struct dma_buf_attachment *a) { }' \
 	'const struct dma_buf_attach_ops sp_probe_ops = { .invalidate_mappings = sp_probe_cb };'
 
+# 6.15, "mm/huge_memory: add vmf_insert_folio_pmd()": a driver's fault
+# handler maps a 2 MiB folio with one PMD entry (refcounted, rmapped, so GUP
+# and zap handle it like a THP). Without it buffers keep 4 KiB PTEs.
+probe VMF_INSERT_FOLIO_PMD \
+	'#include <linux/mm.h>' \
+	'#include <linux/huge_mm.h>' \
+	'vm_fault_t sp_probe(struct vm_fault *vmf, struct folio *folio);' \
+	'vm_fault_t sp_probe(struct vm_fault *vmf, struct folio *folio) { return vmf_insert_folio_pmd(vmf, folio, true); }'
+
+# thp_get_unmapped_area() places any file mapping so that its address and
+# file offset agree modulo 2 MiB since 5.18 (1854bc6e2420; before, DAX
+# only); without CONFIG_TRANSPARENT_HUGEPAGE it is defined to NULL.
+probe THP_GET_UNMAPPED_AREA \
+	'#include <linux/mm.h>' \
+	'#include <linux/huge_mm.h>' \
+	'unsigned long sp_probe(struct file *f);' \
+	'unsigned long sp_probe(struct file *f) { return thp_get_unmapped_area(f, 0, 1UL << 21, 0, 0); }'
+
 echo "#endif"

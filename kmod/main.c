@@ -192,7 +192,7 @@ static int sp_ioctl_buf_info(struct sp_file *f, void *data)
 		return -ENOENT;
 	info->size = buf->size;
 	info->mmap_offset = (u64)info->handle << SP_COOKIE_SHIFT;
-	info->page_size = PAGE_SIZE << buf->min_order;
+	info->page_size = buf->page_size;
 	info->node = buf->node;
 	info->nr_chunks = buf->nr_chunks;
 	info->map_count = atomic_read(&buf->map_count);
@@ -459,6 +459,7 @@ static const struct file_operations sp_fops = {
 	.unlocked_ioctl = sp_ioctl,
 	.compat_ioctl = sp_ioctl,
 	.mmap = sp_mmap,
+	.get_unmapped_area = sp_get_unmapped_area,
 };
 
 #define SP_STAT_ATTR(_name)						\

@@ -56,7 +56,7 @@ static int sp_nl_put_buf(struct sk_buff *skb, struct sp_buf *buf)
 			      STRIXPEER_A_BUF_PAD) ||
 	    nla_put_u32(skb, STRIXPEER_A_BUF_NODE, buf->node) ||
 	    nla_put_u64_64bit(skb, STRIXPEER_A_BUF_PAGE_SIZE,
-			      PAGE_SIZE << buf->min_order, STRIXPEER_A_BUF_PAD) ||
+			      buf->page_size, STRIXPEER_A_BUF_PAD) ||
 	    nla_put_u32(skb, STRIXPEER_A_BUF_CHUNKS, buf->nr_chunks) ||
 	    nla_put_u32(skb, STRIXPEER_A_BUF_MAP_COUNT,
 			atomic_read(&buf->map_count)) ||

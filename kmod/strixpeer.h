@@ -119,9 +119,15 @@ struct sp_import {
  * @id: node-wide id in sp_all_bufs (netlink's buffer id)
  * @size: bytes (nr_pages << PAGE_SHIFT)
  * @nr_pages: number of PAGE_SIZE pages
- * @pages: every PAGE_SIZE page; high-order allocations are split, so each
- *	entry is an ordinary order-0 page holding one reference of ours
+ * @pages: every PAGE_SIZE page. High-order allocations are split into
+ *	order-0 pages, one reference of ours each - except, where the kernel
+ *	can PMD-map them (SP_HUGE_MAP), 2 MiB pages: those stay compound
+ *	folios holding one reference of ours, their entries here are the
+ *	folio's pages, and they sit at 2 MiB-aligned offsets of the buffer
  * @min_order: smallest allocation order used
+ * @page_size: the page size backing every byte, one of SP_PAGE_SIZES:
+ *	2 MiB when every allocation was a 2 MiB page, else PAGE_SIZE
+ * @nr_huge: 2 MiB pages kept as compound folios (SP_HUGE_MAP builds)
  * @nr_chunks: physically contiguous runs
  * @node: NUMA node of every page
  * @map_count: live VMAs
@@ -140,6 +146,8 @@ struct sp_buf {
 	unsigned long nr_pages;
 	struct page **pages;
 	unsigned int min_order;
+	u64 page_size;
+	unsigned int nr_huge;
 	unsigned int nr_chunks;
 	int node;
 	atomic_t map_count;

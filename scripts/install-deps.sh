@@ -3,7 +3,8 @@
 # test VM and running the test suite need (dkms ... man-db: 'make deb' and
 # the provisioning tests, which install the packages inside the VM, whose
 # root is this host's; patchelf and debian-archive-keyring: Debian sid's
-# kernel and toolchain, tests/vm/sid-toolchain.sh). Idempotent: packages already
+# kernel and toolchain, tests/vm/sid-toolchain.sh; perftest and gnuplot-nox:
+# make bench's calibration and plot). Idempotent: packages already
 # present are not touched, and apt is not contacted when nothing is missing.
 # lintian and cmake: tests/lintian-check.sh and tests/install-check.sh.
 set -eu
@@ -52,6 +53,8 @@ util-linux
 man-db
 lintian
 cmake
+perftest
+gnuplot-nox
 "
 
 missing=""

@@ -17,11 +17,22 @@ static struct strixpeer_buf_info query(int fd, uint32_t handle)
 	return info;
 }
 
+/*
+ * Faults every page of a mapping in: where the kernel PMD-maps buffers
+ * (6.15+) mappings are populated on first access, not at mmap time.
+ */
+static void touch_pages(const uint8_t *p, uint64_t size)
+{
+	for (uint64_t off = 0; off < size; off += 4096)
+		(void)*(const volatile uint8_t *)(p + off);
+}
+
 /* Every 2 MiB of the mapping is one physically contiguous, aligned page. */
 static void check_huge_physical(const uint8_t *p, uint64_t size)
 {
 	const uint64_t per = HUGE_SZ / 4096;
 
+	touch_pages(p, size);
 	for (uint64_t off = 0; off < size; off += HUGE_SZ) {
 		uint64_t first = sp_pfn(p + off);
 
@@ -206,6 +217,7 @@ static void numa_placement(void)
 		CHECK(sp_free_bytes(node) + 28 * MiB <= free_before,
 		      "node %d free memory did not drop", node);
 		p = sp_raw_map(fd, &a);
+		touch_pages(p, a.size);
 		for (int i = 0; i < NPAGES; i++) {
 			pages[i] = p + (uint64_t)i * 4096;
 			status[i] = -1;

@@ -108,8 +108,10 @@ struct strixpeer_buf_free {
  * @flags: in: zero
  * @size: out: bytes
  * @mmap_offset: out: as returned by BUF_ALLOC
- * @page_size: out: smallest physically contiguous, naturally aligned
- *	page backing the buffer (2 MiB when every page is a 2 MiB page)
+ * @page_size: out: the page size backing every byte of the buffer, one
+ *	of the version's page_sizes: 2 MiB when every page is a 2 MiB page,
+ *	else 4 KiB (smaller runs may still be physically contiguous: see
+ *	@nr_chunks)
  * @node: out: NUMA node of every page
  * @nr_chunks: out: number of physically contiguous runs
  * @map_count: out: live mappings of the buffer

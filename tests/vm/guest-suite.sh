@@ -19,7 +19,7 @@ ko=$1
 shift
 tests=("$@")
 explicit=${tests[*]}
-[ ${#tests[@]} -gt 0 ] || tests=(abi lifetime limits backing netlink rdma_rxe rdma_regmr peer peersim_selftest export cli asan-abi asan-lifetime asan-limits asan-netlink asan-rdma_regmr doctor engines)
+[ ${#tests[@]} -gt 0 ] || tests=(abi lifetime limits backing huge_map netlink rdma_rxe rdma_regmr peer peersim_selftest export cli bench asan-abi asan-lifetime asan-limits asan-netlink asan-rdma_regmr doctor engines)
 out=${SP_OUT:?SP_OUT not set}
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 
@@ -148,6 +148,7 @@ for t in "${tests[@]}"; do
 	case $t in
 	cli) run_tap cli tests/cli-guest.sh || rc=1 ;;
 	doctor) run_tap doctor tests/doctor/guest.sh "$pdko" || rc=1 ;;	# strixpeerctl doctor, live
+	bench) run_tap bench tests/bench-smoke.sh || rc=1 ;;
 	asan-*)	# the same program built with ASan+UBSan (make user)
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 			run_tap "$t" "build/asan/${t#asan-}" || rc=1 ;;

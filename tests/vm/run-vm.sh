@@ -17,6 +17,8 @@
 # VM: q35, 2 vCPUs (2 sockets), 2 GiB in two NUMA nodes of 1 GiB (cpu 0 on
 # node 0, cpu 1 on node 1), single-threaded TCG (STRIXPEER_VM_MTTCG=1 for
 # multi-threaded TCG: faster with idle host cores, but see below).
+# STRIXPEER_VM_MEM=<MiB> gives the VM more memory (default 2048), split
+# evenly between the two nodes (make bench uses it for 1 GiB buffers).
 #
 # Leaves in <outdir>: console.log (serial console; also copied to stdout
 # unless --quiet), dmesg.txt, exit-code.
@@ -226,14 +228,16 @@ main() {
 	# other vCPU runs it); single-threaded TCG had none in 30+ boots.
 	# sockets=2 so that the two NUMA nodes do not split a socket (the
 	# kernel WARNs about that).
+	local mem=${STRIXPEER_VM_MEM:-2048}
+	case $mem in '' | *[!0-9]*) die "STRIXPEER_VM_MEM must be MiB, e.g. 6144" ;; esac
 	local tcg=tcg,thread=single
 	[ "${STRIXPEER_VM_MTTCG:-0}" = 0 ] || tcg=tcg,thread=multi
 	# shellcheck disable=SC2054 # commas are qemu's
 	local qemu=(qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot
 		-machine q35 -accel "$tcg" -cpu max,la57=off
-		-smp 2,sockets=2,cores=1,threads=1 -m 2G
-		-object memory-backend-ram,id=mem0,size=1G
-		-object memory-backend-ram,id=mem1,size=1G
+		-smp 2,sockets=2,cores=1,threads=1 -m "$((mem / 2 * 2))M"
+		-object "memory-backend-ram,id=mem0,size=$((mem / 2))M"
+		-object "memory-backend-ram,id=mem1,size=$((mem / 2))M"
 		-numa node,nodeid=0,cpus=0,memdev=mem0
 		-numa node,nodeid=1,cpus=1,memdev=mem1
 		-kernel "$vmlinuz" -initrd "$initrd" -append "$append"

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "doctor/doctor.h"
+#include "bench.h"
 #include "print.h"
 #include "strixpeer.h"
 
@@ -637,7 +638,7 @@ static int cmd_config_show(int argc, char **argv)
  * BYTES: decimal digits (no sign, no octal or hex: "010G" is 10 GiB) and an
  * optional K, M, G or T suffix (powers of 1024; also KiB/KB, ...).
  */
-static int parse_bytes(const char *s, uint64_t *out)
+int parse_bytes(const char *s, uint64_t *out)
 {
 	static const char units[] = "KMGT";
 	const char *u;
@@ -956,6 +957,12 @@ static int cmd_doctor(int argc, char **argv)
 
 static int cmd_help(int argc, char **argv);
 
+/* bench.c: its own options; the report follows -j */
+static int cmd_bench_json(int argc, char **argv)
+{
+	return cmd_bench(argc, argv, json);
+}
+
 static const struct cmd top_cmds[] = {
 	{ "status", cmd_status, "module, PeerDirect, memory, limits, NUMA nodes" },
 	{ "version", cmd_version, "library, module and ABI versions" },
@@ -964,6 +971,7 @@ static const struct cmd top_cmds[] = {
 	{ "config", cmd_config, "show | set KEY VALUE" },
 	{ "monitor", cmd_monitor, "print events as they happen" },
 	{ "doctor", cmd_doctor, "what is wrong with this RDMA node [--rdma-test]" },
+	{ "bench", cmd_bench_json, "[HOST] [--serve]: speed vs malloc, THP, hugetlb (--help)" },
 	{ "help", cmd_help, "this text" },
 	{ NULL, NULL, NULL },
 };

@@ -167,7 +167,11 @@ static int sp_alloc_error(int err, size_t size, int node)
 		return sp_fail(err, "not enough free memory for a %zu-byte buffer with the requested page size on node %d",
 			       size, node);
 	case EINVAL:
-		return sp_fail(err, "invalid buffer request (size %zu, node %d): the node must be online and have memory",
+		/* size 0 and contradictory flags were refused before the ioctl */
+		if (node == SP_NODE_DEFAULT)
+			return sp_fail(err, "%zu-byte buffer refused: the module's default node (default_node, or the caller's node) is not online or has no memory",
+				       size);
+		return sp_fail(err, "%zu-byte buffer refused: NUMA node %d is not online or has no memory",
 			       size, node);
 	case EINTR:
 		return sp_fail(err, "allocation interrupted by a signal");
@@ -187,6 +191,10 @@ int sp_buf_alloc(struct sp_dev *dev, size_t size, int node,
 		return sp_fail(EINVAL, "unknown flags 0x%x", flags);
 	if (node < SP_NODE_DEFAULT)
 		return sp_fail(EINVAL, "invalid NUMA node %d", node);
+	if (!size)
+		return sp_fail(EINVAL, "a buffer cannot be 0 bytes");
+	if ((flags & STRIXPEER_ALLOC_FLAGS) == STRIXPEER_ALLOC_FLAGS)
+		return sp_fail(EINVAL, "SP_ALLOC_HUGE_ONLY and SP_ALLOC_ALLOW_SMALL contradict each other: pass one of them (or neither for the module's require_huge)");
 	buf = calloc(1, sizeof(*buf));
 	if (!buf)
 		return sp_fail(ENOMEM, "out of memory");

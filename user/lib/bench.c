@@ -1,0 +1,1061 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libstrixpeer benchmarks: the memory kinds compared, the CPU-side figures
+ * (allocation, registration, memcpy), what a kind's mapping looks like to
+ * the CPU and to an HCA, and the report (JSON, text, gnuplot SVG). The
+ * RDMA figures live in bench_rdma.c.
+ *
+ * Every figure is measured for every kind inside one repetition, the
+ * kinds' order rotated from one repetition to the next, so that drift
+ * (other load, a warming cache) spreads over all kinds alike.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+#include <linux/types.h>
+
+#include "strixpeer.h"
+#include "internal.h"
+#include "bench.h"
+
+#define MiB		((uint64_t)1024 * 1024)
+#define HUGE_SZ		(2 * MiB)
+#define COPY_CHUNK	(64 * MiB)
+
+#ifndef MAP_HUGE_2MB
+#define MAP_HUGE_2MB	(21 << 26)
+#endif
+
+/* PAGEMAP_SCAN (6.7+); older headers lack it. */
+#ifndef PAGEMAP_SCAN
+struct page_region {
+	__u64 start;
+	__u64 end;
+	__u64 categories;
+};
+
+struct pm_scan_arg {
+	__u64 size, flags, start, end, walk_end, vec, vec_len, max_pages;
+	__u64 category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+
+#define PAGEMAP_SCAN	_IOWR('f', 16, struct pm_scan_arg)
+#define PAGE_IS_HUGE	(1 << 6)
+#endif
+
+static const char *const sp_kind_names[SP_BENCH_NR_KINDS] = {
+	[SP_BENCH_STRIXPEER] = "strixpeer",
+	[SP_BENCH_MALLOC] = "malloc",
+	[SP_BENCH_THP] = "thp",
+	[SP_BENCH_HUGETLB] = "hugetlb",
+	[SP_BENCH_DMABUF] = "dmabuf",
+};
+
+const char *sp_bench_kind_name(enum sp_bench_kind kind)
+{
+	return (unsigned int)kind < SP_BENCH_NR_KINDS ? sp_kind_names[kind] : "unknown";
+}
+
+double sp_bench_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void sp_bench_pin_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+void sp_bench_opts_init(struct sp_bench_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->size = 256 * MiB;
+	o->repeat = 5;
+	o->kinds = (1U << SP_BENCH_NR_KINDS) - 1;
+	o->ops = SP_BENCH_OP_WRITE | SP_BENCH_OP_READ | SP_BENCH_OP_SEND | SP_BENCH_OP_HOST;
+	o->min_msg = 2;
+	o->max_msg = 8 * MiB;
+	o->iters = 1000;
+	o->max_bytes = 1024 * MiB;
+	o->lat_iters = 1000;
+	o->depth = 128;
+	o->port = "18515";
+}
+
+void sp_bench_progress(const struct sp_bench *b, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	if (!b->o.progress)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	b->o.progress(msg, b->o.progress_arg);
+}
+
+/* --- memory kinds ------------------------------------------------------- */
+
+/* mmap @len bytes at a 2 MiB-aligned address of a reserved range. */
+static uint8_t *sp_reserve_aligned(size_t len, uint8_t **base, size_t *map_len)
+{
+	uint8_t *p = mmap(NULL, len + HUGE_SZ, PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	*base = p;
+	*map_len = len + HUGE_SZ;
+	return (uint8_t *)(((uintptr_t)p + HUGE_SZ - 1) & ~(uintptr_t)(HUGE_SZ - 1));
+}
+
+static int sp_mem_anon(struct sp_bench_mem *m, int advice)
+{
+	uint8_t *a = sp_reserve_aligned(m->size, &m->base, &m->map_len);
+
+	if (!a)
+		return sp_fail(errno, "mmap of %zu bytes: %s", m->size, strerror(errno));
+	if (mmap(a, m->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+		 -1, 0) == MAP_FAILED || madvise(a, m->size, advice) < 0) {
+		int err = errno;
+
+		munmap(m->base, m->map_len);
+		return sp_fail(err, "anonymous mapping of %zu bytes: %s", m->size, strerror(err));
+	}
+	m->addr = a;
+	return 0;
+}
+
+static int sp_mem_hugetlb(struct sp_bench_mem *m)
+{
+	size_t len = (m->size + HUGE_SZ - 1) & ~(size_t)(HUGE_SZ - 1);
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB, -1, 0);
+
+	if (p == MAP_FAILED) {
+		int err = errno;
+
+		if (err == ENOMEM)
+			return sp_fail(err, "not enough free 2 MiB hugetlb pages for %zu bytes (/proc/sys/vm/nr_hugepages)",
+				       len);
+		return sp_fail(err, "MAP_HUGETLB mapping of %zu bytes: %s", len, strerror(err));
+	}
+	m->base = m->addr = p;
+	m->map_len = len;
+	return 0;
+}
+
+/* A strixpeer buffer's dma-buf, mapped from the dma-buf fd and imported. */
+static int sp_mem_dmabuf(struct sp_dev *dev, struct sp_bench_mem *m)
+{
+	size_t len;
+	uint8_t *a;
+	int ret;
+
+	ret = sp_buf_alloc(dev, m->size, SP_NODE_DEFAULT, SP_ALLOC_UNMAPPED, &m->buf);
+	if (ret)
+		return ret;
+	len = sp_buf_size(m->buf);
+	ret = sp_buf_export(m->buf, SP_EXPORT_RDWR | SP_EXPORT_CLOEXEC, &m->dmabuf_fd);
+	if (ret)
+		return ret;
+	/* dma-buf files place mappings anywhere: choose a 2 MiB-aligned spot */
+	a = sp_reserve_aligned(len, &m->base, &m->map_len);
+	if (!a)
+		return sp_fail(errno, "mmap reserve: %s", strerror(errno));
+	if (mmap(a, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, m->dmabuf_fd, 0) ==
+	    MAP_FAILED)
+		return sp_fail(errno, "mmap of the dma-buf: %s", strerror(errno));
+	m->addr = a;
+	return sp_import_dmabuf(dev, m->dmabuf_fd, 0, len, a, &m->imp);
+}
+
+int sp_bench_mem_alloc(struct sp_dev *dev, enum sp_bench_kind kind, size_t size,
+		       struct sp_bench_mem *m)
+{
+	int ret;
+
+	memset(m, 0, sizeof(*m));
+	m->kind = kind;
+	m->size = size;
+	m->dmabuf_fd = -1;
+	switch (kind) {
+	case SP_BENCH_STRIXPEER:
+	case SP_BENCH_DMABUF:
+		if (!dev)
+			return sp_fail(ENODEV, "no strixpeer device");
+		if (kind == SP_BENCH_DMABUF) {
+			ret = sp_mem_dmabuf(dev, m);
+			break;
+		}
+		ret = sp_buf_alloc(dev, size, SP_NODE_DEFAULT, 0, &m->buf);
+		if (!ret)
+			m->addr = sp_buf_addr(m->buf);
+		break;
+	case SP_BENCH_MALLOC:
+		ret = sp_mem_anon(m, MADV_NOHUGEPAGE);
+		break;
+	case SP_BENCH_THP:
+		ret = sp_mem_anon(m, MADV_HUGEPAGE);
+		break;
+	case SP_BENCH_HUGETLB:
+		ret = sp_mem_hugetlb(m);
+		break;
+	default:
+		return sp_fail(EINVAL, "unknown memory kind %d", kind);
+	}
+	if (ret) {
+		char msg[512];
+
+		sp_bench_copy(msg, sizeof(msg), sp_errmsg());
+		sp_bench_mem_free(m);
+		return sp_fail(-ret, "%s", msg);
+	}
+	return 0;
+}
+
+/* One write per 4 KiB page: every page faulted in (and zeroed) now. */
+void sp_bench_mem_touch(struct sp_bench_mem *m)
+{
+	for (size_t off = 0; off < m->size; off += 4096)
+		((volatile uint8_t *)m->addr)[off] = 0;
+}
+
+int sp_bench_mem_reg(struct sp_dev *dev, struct ibv_pd *pd, struct sp_bench_mem *m,
+		     int access)
+{
+	if (m->kind == SP_BENCH_DMABUF) {
+		int ret = sp_reg_mr(dev, pd, m->addr, m->size, access, SP_REG_NO_CACHE, &m->smr);
+
+		return ret < 0 ? ret : 0;
+	}
+	m->mr = ibv_reg_mr(pd, m->addr, m->size, access);
+	if (!m->mr)
+		return sp_fail(errno, "ibv_reg_mr of %zu bytes (%s): %s", m->size,
+			       sp_bench_kind_name(m->kind), strerror(errno));
+	return 0;
+}
+
+static struct ibv_mr *sp_mem_ibv(const struct sp_bench_mem *m)
+{
+	return m->smr ? sp_mr_ibv(m->smr) : m->mr;
+}
+
+uint32_t sp_bench_mem_lkey(const struct sp_bench_mem *m)
+{
+	return sp_mem_ibv(m)->lkey;
+}
+
+uint32_t sp_bench_mem_rkey(const struct sp_bench_mem *m)
+{
+	return sp_mem_ibv(m)->rkey;
+}
+
+void sp_bench_mem_dereg(struct sp_bench_mem *m)
+{
+	if (m->smr)
+		sp_dereg_mr(m->smr);
+	if (m->mr)
+		ibv_dereg_mr(m->mr);
+	m->smr = NULL;
+	m->mr = NULL;
+}
+
+void sp_bench_mem_free(struct sp_bench_mem *m)
+{
+	sp_bench_mem_dereg(m);
+	if (m->imp)
+		sp_import_free(m->imp);
+	if (m->base)
+		munmap(m->base, m->map_len);
+	if (m->dmabuf_fd >= 0)
+		close(m->dmabuf_fd);
+	if (m->buf)
+		sp_buf_free(m->buf);
+	memset(m, 0, sizeof(*m));
+	m->dmabuf_fd = -1;
+}
+
+/* --- what a mapping looks like ------------------------------------------ */
+
+/* Bytes of [p, p + len) mapped with huge entries; -1 without PAGEMAP_SCAN. */
+static int64_t sp_scan_huge(const void *p, size_t len)
+{
+	struct page_region r[128];
+	struct pm_scan_arg a;
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	int64_t bytes = 0;
+	long n;
+
+	if (fd < 0)
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.start = (uintptr_t)p;
+	a.end = (uintptr_t)p + len;
+	a.vec = (uintptr_t)r;
+	a.vec_len = sizeof(r) / sizeof(r[0]);
+	a.category_mask = PAGE_IS_HUGE;
+	a.return_mask = PAGE_IS_HUGE;
+	for (;;) {
+		n = ioctl(fd, PAGEMAP_SCAN, &a);
+		if (n < 0) {
+			close(fd);
+			return -1;
+		}
+		for (long i = 0; i < n; i++)
+			bytes += (int64_t)(r[i].end - r[i].start);
+		if (a.walk_end >= a.end || n < (long)a.vec_len)
+			break;
+		a.start = a.walk_end;
+	}
+	close(fd);
+	return bytes;
+}
+
+/* Huge-mapped bytes of the VMA at @p from smaps (fallback for old kernels). */
+static uint64_t sp_smaps_huge(const void *p)
+{
+	static const char *const fields[] = {
+		"AnonHugePages:", "FilePmdMapped:", "ShmemPmdMapped:",
+	};
+	char line[512];
+	bool in = false;
+	uint64_t kb = 0, size = 0, kps = 0;
+	FILE *f = fopen("/proc/self/smaps", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char *sp = strchr(line, ' ');
+
+		if (sp && sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < sp) {
+			if (in)
+				break;
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+			continue;
+		}
+		if (!in)
+			continue;
+		for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+			if (!strncmp(line, fields[i], strlen(fields[i])))
+				kb += strtoull(line + strlen(fields[i]), NULL, 10);
+		if (!strncmp(line, "Size:", 5))
+			size = strtoull(line + 5, NULL, 10);
+		if (!strncmp(line, "KernelPageSize:", 15))
+			kps = strtoull(line + 15, NULL, 10);
+	}
+	fclose(f);
+	if (kps >= 2048)	/* hugetlb: every byte is huge */
+		return size * 1024;
+	return kb * 1024;
+}
+
+/*
+ * The physical runs of a mapping and the largest page size an HCA's MTT
+ * could use for it, the way ib_umem picks one: a page size fits when every
+ * run starts and (but for the last) ends on a boundary of it both in VA
+ * and in physical address, and it is no larger than needed to cover the
+ * VA range. Candidate sizes: 4 KiB to 1 GiB (mlx5's range).
+ */
+static void sp_phys_layout(const uint8_t *p, size_t len, struct sp_bench_map_info *mi)
+{
+	const size_t pages = len / 4096;
+	uint64_t *pm = malloc(pages * sizeof(*pm));
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	uint64_t mask = 0, prev = 0, segs = 0, va_end, span;
+	unsigned int bits;
+
+	mi->phys_known = false;
+	if (!pm || fd < 0 ||
+	    pread(fd, pm, pages * sizeof(*pm), (off_t)((uintptr_t)p / 4096 * 8)) !=
+	    (ssize_t)(pages * sizeof(*pm)))
+		goto out;
+	for (size_t i = 0; i < pages; i++) {
+		uint64_t pfn = pm[i] & ((1ULL << 55) - 1);
+		uint64_t va = (uintptr_t)p + i * 4096, pa = pfn * 4096;
+
+		if (!(pm[i] & (1ULL << 63)) || !pfn)
+			goto out;	/* not present, or no CAP_SYS_ADMIN */
+		if (!i || pfn != prev + 1) {
+			segs++;
+			if (i)
+				mask |= va;	/* a run ends and one starts here */
+		}
+		mask |= pa ^ va;
+		prev = pfn;
+	}
+	va_end = (uintptr_t)p + len;
+	span = (va_end - 1) ^ (uintptr_t)p;
+	for (bits = 0; bits < 63 && (span >> bits); bits++)
+		;
+	mask |= 1ULL << bits;
+	mask |= 1ULL << 30;	/* 1 GiB: the largest candidate */
+	mi->mtt_page = 1ULL << __builtin_ctzll(mask);
+	if (mi->mtt_page < 4096)
+		mi->mtt_page = 4096;
+	mi->segments = segs;
+	mi->phys_known = true;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(pm);
+}
+
+static void sp_map_info(const struct sp_bench_mem *m, struct sp_bench_map_info *mi)
+{
+	int64_t huge = m->kind == SP_BENCH_HUGETLB ? -1 : sp_scan_huge(m->addr, m->size);
+
+	mi->huge_bytes = huge >= 0 ? (uint64_t)huge : sp_smaps_huge(m->addr);
+	if (mi->huge_bytes > m->size)
+		mi->huge_bytes = m->size;
+	sp_phys_layout(m->addr, m->size, mi);
+	mi->valid = true;
+}
+
+/* --- results ------------------------------------------------------------- */
+
+struct sp_bench_series *sp_bench_series_get(struct sp_bench *b, const char *figure,
+					    uint64_t msg_size, const char *unit,
+					    bool higher_better)
+{
+	struct sp_bench_series *s;
+
+	for (size_t i = 0; i < b->nr_series; i++)
+		if (!strcmp(b->series[i].figure, figure) && b->series[i].msg_size == msg_size)
+			return &b->series[i];
+	if (b->nr_series == b->cap_series) {
+		size_t cap = b->cap_series ? 2 * b->cap_series : 64;
+		struct sp_bench_series *n = realloc(b->series, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		b->series = n;
+		b->cap_series = cap;
+	}
+	s = &b->series[b->nr_series++];
+	memset(s, 0, sizeof(*s));
+	sp_bench_copy(s->figure, sizeof(s->figure), figure);
+	s->msg_size = msg_size;
+	s->unit = unit;
+	s->higher_better = higher_better;
+	return s;
+}
+
+void sp_bench_add(struct sp_bench_series *s, enum sp_bench_kind kind, double v)
+{
+	if (s && s->n[kind] < SP_BENCH_MAX_REPEAT)
+		s->v[kind][s->n[kind]++] = v;
+}
+
+static int sp_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+struct sp_stat {
+	unsigned int n;
+	double min, median, max;
+};
+
+static struct sp_stat sp_stats_of(const struct sp_bench_series *s, int kind)
+{
+	struct sp_stat st = { 0, NAN, NAN, NAN };
+	double v[SP_BENCH_MAX_REPEAT];
+	unsigned int n = s->n[kind];
+
+	if (!n)
+		return st;
+	memcpy(v, s->v[kind], n * sizeof(v[0]));
+	qsort(v, n, sizeof(v[0]), sp_cmp_double);
+	st.n = n;
+	st.min = v[0];
+	st.max = v[n - 1];
+	st.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return st;
+}
+
+/* The kind's median over the reference kind's (NAN when either is missing). */
+static double sp_ratio(const struct sp_bench_series *s, int kind, int ref)
+{
+	struct sp_stat a = sp_stats_of(s, kind), r = sp_stats_of(s, ref);
+
+	if (!a.n || !r.n || r.median == 0)
+		return NAN;
+	return a.median / r.median;
+}
+
+/* --- CPU-side figures ----------------------------------------------------- */
+
+/*
+ * memcpy of @len bytes into (or out of) the memory, COPY_CHUNK at a time
+ * from (to) a scratch buffer: one untimed pass, then the timed one.
+ */
+static double sp_copy_gibs(uint8_t *dst, const uint8_t *src, size_t len, bool into)
+{
+	double t0 = 0;
+
+	for (int pass = 0; pass < 2; pass++) {
+		t0 = sp_bench_now();
+		for (size_t off = 0; off < len; off += COPY_CHUNK) {
+			size_t n = len - off < COPY_CHUNK ? len - off : COPY_CHUNK;
+
+			if (into)
+				memcpy(dst + off, src, n);
+			else
+				memcpy(dst, src + off, n);
+		}
+	}
+	return (double)len / (sp_bench_now() - t0) / (1024.0 * MiB);
+}
+
+static int sp_host_figures(struct sp_bench *b, struct sp_dev *dev, struct ibv_pd *pd,
+			   const char *pd_reason)
+{
+	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ;
+	struct sp_bench_series *alloc, *reg, *dereg, *cto, *cfrom, *fr;
+	size_t chunk = b->o.size < COPY_CHUNK ? b->o.size : COPY_CHUNK;
+	uint8_t *scratch = aligned_alloc(HUGE_SZ, chunk);
+
+	alloc = sp_bench_series_get(b, "alloc", 0, "ms", false);
+	reg = sp_bench_series_get(b, "reg", 0, "ms", false);
+	dereg = sp_bench_series_get(b, "dereg", 0, "ms", false);
+	cto = sp_bench_series_get(b, "memcpy_to", 0, "GiB/s", true);
+	cfrom = sp_bench_series_get(b, "memcpy_from", 0, "GiB/s", true);
+	fr = sp_bench_series_get(b, "free", 0, "ms", false);
+	if (!scratch || !alloc || !reg || !dereg || !cto || !cfrom || !fr) {
+		free(scratch);
+		return sp_fail(ENOMEM, "out of memory");
+	}
+	memset(scratch, 0x5a, chunk);
+
+	for (unsigned int r = 0; r < b->o.repeat; r++) {
+		for (int i = 0; i < SP_BENCH_NR_KINDS; i++) {
+			enum sp_bench_kind k = (enum sp_bench_kind)((i + r) % SP_BENCH_NR_KINDS);
+			struct sp_bench_mem m;
+			double t0;
+
+			if (!(b->o.kinds & (1U << k)) || !b->available[k])
+				continue;
+			sp_bench_progress(b, "host figures: repetition %u/%u, %s", r + 1,
+					  b->o.repeat, sp_bench_kind_name(k));
+			t0 = sp_bench_now();
+			if (sp_bench_mem_alloc(dev, k, b->o.size, &m)) {
+				b->available[k] = false;
+				sp_bench_copy(b->reason[k], sizeof(b->reason[k]), sp_errmsg());
+				continue;
+			}
+			sp_bench_mem_touch(&m);
+			sp_bench_add(alloc, k, (sp_bench_now() - t0) * 1e3);
+			if (!b->map[k].valid)
+				sp_map_info(&m, &b->map[k]);
+
+			if (pd) {
+				t0 = sp_bench_now();
+				if (sp_bench_mem_reg(dev, pd, &m, access) == 0) {
+					sp_bench_add(reg, k, (sp_bench_now() - t0) * 1e3);
+					sp_bench_copy(b->map[k].reg_path, sizeof(b->map[k].reg_path), m.smr ? sp_reg_path_name(sp_mr_path(m.smr)) : "plain");
+					t0 = sp_bench_now();
+					sp_bench_mem_dereg(&m);
+					sp_bench_add(dereg, k, (sp_bench_now() - t0) * 1e3);
+				} else {
+					snprintf(b->map[k].reg_path, sizeof(b->map[k].reg_path),
+						 "failed");
+					snprintf(b->reason[k], sizeof(b->reason[k]),
+						 "registration: %s", sp_errmsg());
+				}
+			} else if (!b->map[k].reg_path[0]) {
+				snprintf(b->map[k].reg_path, sizeof(b->map[k].reg_path), "none");
+				sp_bench_copy(b->reason[k], sizeof(b->reason[k]), pd_reason);
+			}
+			sp_bench_add(cto, k, sp_copy_gibs(m.addr, scratch, m.size, true));
+			sp_bench_add(cfrom, k, sp_copy_gibs(scratch, m.addr, m.size, false));
+			t0 = sp_bench_now();
+			sp_bench_mem_free(&m);
+			sp_bench_add(fr, k, (sp_bench_now() - t0) * 1e3);
+		}
+	}
+	free(scratch);
+	return 0;
+}
+
+/* The first verbs device, for registration figures without RDMA figures. */
+static struct ibv_context *sp_first_device(char *why, size_t len)
+{
+	int n = 0;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	struct ibv_context *ctx = NULL;
+
+	for (int i = 0; list && i < n && !ctx; i++)
+		ctx = ibv_open_device(list[i]);
+	if (!ctx)
+		snprintf(why, len, "no RDMA device (ibv_devices lists none)");
+	if (list)
+		ibv_free_device_list(list);
+	return ctx;
+}
+
+static void sp_read_line(const char *path, char *out, size_t len)
+{
+	FILE *f = fopen(path, "re");
+
+	out[0] = '\0';
+	if (f) {
+		if (fgets(out, (int)len, f))
+			out[strcspn(out, "\n")] = '\0';
+		fclose(f);
+	}
+}
+
+static int sp_check_opts(const struct sp_bench_opts *o)
+{
+	if (!o->repeat || o->repeat > SP_BENCH_MAX_REPEAT)
+		return sp_fail(EINVAL, "repeat must be 1..%d", SP_BENCH_MAX_REPEAT);
+	if (o->size < 4096 || o->size % 4096)
+		return sp_fail(EINVAL, "size must be a non-zero multiple of 4 KiB");
+	if (!o->min_msg || o->min_msg > o->max_msg || o->max_msg > 1024 * MiB ||
+	    (o->min_msg & (o->min_msg - 1)) || (o->max_msg & (o->max_msg - 1)))
+		return sp_fail(EINVAL, "message sizes must be powers of two, 1 B..1 GiB, min <= max");
+	if (!o->iters || !o->lat_iters || !o->depth || o->depth > 1024)
+		return sp_fail(EINVAL, "iterations must be non-zero and depth 1..1024");
+	if (!(o->kinds & ((1U << SP_BENCH_NR_KINDS) - 1)))
+		return sp_fail(EINVAL, "no memory kind chosen");
+	if (o->flags & ~SP_BENCH_EVENTS)
+		return sp_fail(EINVAL, "unknown flags %#x", o->flags & ~SP_BENCH_EVENTS);
+	for (size_t i = 0; i < sizeof(o->reserved) / sizeof(o->reserved[0]); i++)
+		if (o->reserved[i])
+			return sp_fail(EINVAL, "reserved options must be zero");
+	return 0;
+}
+
+int sp_bench_run(const struct sp_bench_opts *o, struct sp_bench **bp)
+{
+	struct sp_bench *b;
+	struct sp_dev *dev = NULL;
+	struct utsname u;
+	char dev_why[200] = "";
+	int ret;
+
+	ret = sp_check_opts(o);
+	if (ret)
+		return ret;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return sp_fail(ENOMEM, "out of memory");
+	b->o = *o;
+	if (!b->o.port)
+		b->o.port = "18515";
+	if (uname(&u) == 0)
+		sp_bench_copy(b->kernel, sizeof(b->kernel), u.release);
+	sp_read_line("/sys/kernel/mm/transparent_hugepage/enabled", b->thp, sizeof(b->thp));
+	if (sp_dev_open(NULL, &dev) < 0) {
+		sp_bench_copy(dev_why, sizeof(dev_why), sp_errmsg());
+		dev = NULL;
+	}
+	for (int k = 0; k < SP_BENCH_NR_KINDS; k++) {
+		b->available[k] = (o->kinds & (1U << k)) != 0;
+		if (!b->available[k])
+			snprintf(b->reason[k], sizeof(b->reason[k]), "not selected");
+		else if (!dev && (k == SP_BENCH_STRIXPEER || k == SP_BENCH_DMABUF)) {
+			b->available[k] = false;
+			sp_bench_copy(b->reason[k], sizeof(b->reason[k]), dev_why);
+		}
+	}
+
+	ret = sp_bench_rdma_run(b, dev);
+	if (dev)
+		sp_dev_close(dev);
+	if (ret) {
+		sp_bench_free(b);
+		return ret;
+	}
+	*bp = b;
+	return 0;
+}
+
+int sp_bench_host_part(struct sp_bench *b, struct sp_dev *dev, struct ibv_pd *pd,
+		       const char *pd_reason)
+{
+	struct ibv_context *ctx = NULL;
+	struct ibv_pd *own = NULL;
+	char why[200] = "";
+	int ret;
+
+	if (!(b->o.ops & SP_BENCH_OP_HOST))
+		return 0;
+	if (!pd) {
+		ctx = sp_first_device(why, sizeof(why));
+		own = ctx ? ibv_alloc_pd(ctx) : NULL;
+		pd = own;
+		if (ctx && !own)
+			snprintf(why, sizeof(why), "ibv_alloc_pd: %s", strerror(errno));
+		if (!why[0] && pd_reason)
+			sp_bench_copy(why, sizeof(why), pd_reason);
+	}
+	ret = sp_host_figures(b, dev, pd, why);
+	if (own)
+		ibv_dealloc_pd(own);
+	if (ctx)
+		ibv_close_device(ctx);
+	return ret;
+}
+
+void sp_bench_free(struct sp_bench *b)
+{
+	if (!b)
+		return;
+	free(b->series);
+	free(b);
+}
+
+/* --- output ---------------------------------------------------------------- */
+
+static void sp_json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static void sp_json_num(FILE *f, double v)
+{
+	if (isnan(v) || isinf(v))
+		fputs("null", f);
+	else
+		fprintf(f, "%.6g", v);
+}
+
+static const char *const sp_rdma_figs[] = {
+	"write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat",
+};
+
+static bool sp_is_rdma(const struct sp_bench_series *s)
+{
+	return s->msg_size != 0;
+}
+
+static void sp_json_series(FILE *f, const struct sp_bench_series *s)
+{
+	fprintf(f, "{\"figure\":\"%s\",\"unit\":\"%s\",\"higher_is_better\":%s", s->figure,
+		s->unit, s->higher_better ? "true" : "false");
+	if (sp_is_rdma(s))
+		fprintf(f, ",\"msg_size\":%" PRIu64 ",\"iters\":%" PRIu64, s->msg_size, s->iters);
+	fputs(",\"kinds\":{", f);
+	for (int k = 0, first = 1; k < SP_BENCH_NR_KINDS; k++) {
+		struct sp_stat st = sp_stats_of(s, k);
+
+		if (!st.n)
+			continue;
+		fprintf(f, "%s\"%s\":{\"min\":", first ? "" : ",", sp_kind_names[k]);
+		sp_json_num(f, st.min);
+		fputs(",\"median\":", f);
+		sp_json_num(f, st.median);
+		fputs(",\"max\":", f);
+		sp_json_num(f, st.max);
+		fputs(",\"samples\":[", f);
+		for (unsigned int i = 0; i < s->n[k]; i++) {
+			if (i)
+				fputc(',', f);
+			sp_json_num(f, s->v[k][i]);
+		}
+		fputs("],\"vs_malloc\":", f);
+		sp_json_num(f, sp_ratio(s, k, SP_BENCH_MALLOC));
+		fputs(",\"vs_thp\":", f);
+		sp_json_num(f, sp_ratio(s, k, SP_BENCH_THP));
+		fputc('}', f);
+		first = 0;
+	}
+	fputs("}}", f);
+}
+
+int sp_bench_write_json(const struct sp_bench *b, FILE *f)
+{
+	const struct sp_bench_opts *o = &b->o;
+	int first = 1;
+
+	fputs("{\"strixpeer_bench\":1,\"kernel\":", f);
+	sp_json_str(f, b->kernel);
+	fputs(",\"thp\":", f);
+	sp_json_str(f, b->thp);
+	fprintf(f, ",\"config\":{\"size\":%zu,\"repeat\":%u,\"min_msg\":%zu,\"max_msg\":%zu,"
+		"\"iters\":%u,\"max_bytes\":%" PRIu64 ",\"lat_iters\":%u,\"depth\":%u,"
+		"\"events\":%s,\"mode\":", o->size, o->repeat, o->min_msg, o->max_msg, o->iters,
+		o->max_bytes, o->lat_iters, o->depth,
+		(o->flags & SP_BENCH_EVENTS) ? "true" : "false");
+	sp_json_str(f, b->mode);
+	fputs(",\"client\":{\"device\":", f);
+	sp_json_str(f, b->client_dev);
+	fputs(",\"addr\":", f);
+	sp_json_str(f, b->client_addr);
+	fputs("},\"server\":{\"device\":", f);
+	sp_json_str(f, b->server_dev);
+	fputs(",\"addr\":", f);
+	sp_json_str(f, b->server_addr);
+	fputs("}},\"rdma_unavailable\":", f);
+	if (b->rdma_reason[0])
+		sp_json_str(f, b->rdma_reason);
+	else
+		fputs("null", f);
+	fputs(",\"kinds\":[", f);
+	for (int k = 0; k < SP_BENCH_NR_KINDS; k++) {
+		const struct sp_bench_map_info *mi = &b->map[k];
+
+		fprintf(f, "%s{\"kind\":\"%s\",\"available\":%s,\"reason\":", k ? "," : "",
+			sp_kind_names[k], b->available[k] ? "true" : "false");
+		if (b->reason[k][0])
+			sp_json_str(f, b->reason[k]);
+		else
+			fputs("null", f);
+		if (mi->valid) {
+			fprintf(f, ",\"huge_mapped_bytes\":%" PRIu64, mi->huge_bytes);
+			if (mi->phys_known)
+				fprintf(f, ",\"dma_segments\":%" PRIu64 ",\"mtt_page_size\":%" PRIu64
+					",\"mtt_entries_per_gib\":%" PRIu64, mi->segments,
+					mi->mtt_page, (1024 * MiB) / mi->mtt_page);
+			else
+				fputs(",\"dma_segments\":null,\"mtt_page_size\":null,\"mtt_entries_per_gib\":null",
+				      f);
+		}
+		if (mi->reg_path[0]) {
+			fputs(",\"reg_path\":", f);
+			sp_json_str(f, mi->reg_path);
+		}
+		fputc('}', f);
+	}
+	fputs("],\"host\":[", f);
+	for (size_t i = 0; i < b->nr_series; i++) {
+		if (sp_is_rdma(&b->series[i]))
+			continue;
+		if (!first)
+			fputc(',', f);
+		sp_json_series(f, &b->series[i]);
+		first = 0;
+	}
+	fputs("],\"rdma\":[", f);
+	first = 1;
+	for (size_t i = 0; i < b->nr_series; i++) {
+		if (!sp_is_rdma(&b->series[i]))
+			continue;
+		if (!first)
+			fputc(',', f);
+		sp_json_series(f, &b->series[i]);
+		first = 0;
+	}
+	fputs("]}\n", f);
+	return ferror(f) ? sp_fail(EIO, "writing the JSON report failed") : 0;
+}
+
+static void sp_fmt(char *out, size_t len, double v)
+{
+	if (isnan(v))
+		snprintf(out, len, "-");
+	else if (v != 0 && fabs(v) < 0.1)
+		snprintf(out, len, "%.4f", v);
+	else
+		snprintf(out, len, "%.2f", v);
+}
+
+static void sp_fmt_size(char *out, size_t len, uint64_t v)
+{
+	if (v >= MiB && v % MiB == 0)
+		snprintf(out, len, "%" PRIu64 "M", v / MiB);
+	else if (v >= 1024 && v % 1024 == 0)
+		snprintf(out, len, "%" PRIu64 "K", v / 1024);
+	else
+		snprintf(out, len, "%" PRIu64, v);
+}
+
+int sp_bench_write_table(const struct sp_bench *b, FILE *f)
+{
+	char sz[16], a[24], c[24], d[24], e[24], g[24];
+
+	fprintf(f, "strixpeer bench: kernel %s, THP %s, %s", b->kernel, b->thp, b->mode);
+	if (b->client_addr[0])
+		fprintf(f, " %s (%s) -> %s (%s)", b->client_dev, b->client_addr, b->server_dev,
+			b->server_addr);
+	sp_fmt_size(sz, sizeof(sz), b->o.size);
+	fprintf(f, ", %u repetitions, %s per host figure, completions %s\n", b->o.repeat, sz,
+		(b->o.flags & SP_BENCH_EVENTS) ? "by events" : "polled");
+	if (b->rdma_reason[0])
+		fprintf(f, "RDMA figures not measured: %s\n", b->rdma_reason);
+
+	fprintf(f, "\n%-10s %-5s %-12s %-9s %-9s %-8s %-7s %s\n", "kind", "avail", "huge-mapped",
+		"DMA-segs", "MTT-page", "MTT/GiB", "reg", "note");
+	for (int k = 0; k < SP_BENCH_NR_KINDS; k++) {
+		const struct sp_bench_map_info *mi = &b->map[k];
+		char h[24] = "-", s[24] = "-", p[24] = "-", n[24] = "-";
+
+		if (mi->valid) {
+			sp_fmt_size(h, sizeof(h), mi->huge_bytes);
+			if (mi->phys_known) {
+				snprintf(s, sizeof(s), "%" PRIu64, mi->segments);
+				sp_fmt_size(p, sizeof(p), mi->mtt_page);
+				snprintf(n, sizeof(n), "%" PRIu64, (1024 * MiB) / mi->mtt_page);
+			}
+		}
+		fprintf(f, "%-10s %-5s %-12s %-9s %-9s %-8s %-7s %s\n", sp_kind_names[k],
+			b->available[k] ? "yes" : "no", h, s, p, n,
+			mi->reg_path[0] ? mi->reg_path : "-", b->reason[k]);
+	}
+
+	fprintf(f, "\n%-12s %-6s %-10s %10s %10s %10s %9s %9s\n", "figure", "unit", "kind",
+		"median", "min", "max", "x malloc", "x THP");
+	for (size_t i = 0; i < b->nr_series; i++) {
+		const struct sp_bench_series *s = &b->series[i];
+
+		if (sp_is_rdma(s))
+			continue;
+		for (int k = 0; k < SP_BENCH_NR_KINDS; k++) {
+			struct sp_stat st = sp_stats_of(s, k);
+
+			if (!st.n)
+				continue;
+			sp_fmt(a, sizeof(a), st.median);
+			sp_fmt(c, sizeof(c), st.min);
+			sp_fmt(d, sizeof(d), st.max);
+			sp_fmt(e, sizeof(e), sp_ratio(s, k, SP_BENCH_MALLOC));
+			sp_fmt(g, sizeof(g), sp_ratio(s, k, SP_BENCH_THP));
+			fprintf(f, "%-12s %-6s %-10s %10s %10s %10s %9s %9s\n", s->figure, s->unit,
+				sp_kind_names[k], a, c, d, e, g);
+		}
+	}
+
+	for (size_t j = 0; j < sizeof(sp_rdma_figs) / sizeof(sp_rdma_figs[0]); j++) {
+		bool head = false;
+
+		for (size_t i = 0; i < b->nr_series; i++) {
+			const struct sp_bench_series *s = &b->series[i];
+
+			if (!sp_is_rdma(s) || strcmp(s->figure, sp_rdma_figs[j]))
+				continue;
+			if (!head) {
+				fprintf(f, "\n%s (%s, median of %u; ratio: strixpeer / malloc, / THP)\n%-6s",
+					s->figure, s->unit, b->o.repeat, "size");
+				for (int k = 0; k < SP_BENCH_NR_KINDS; k++)
+					fprintf(f, " %10s", sp_kind_names[k]);
+				fprintf(f, " %9s %9s\n", "x malloc", "x THP");
+				head = true;
+			}
+			sp_fmt_size(sz, sizeof(sz), s->msg_size);
+			fprintf(f, "%-6s", sz);
+			for (int k = 0; k < SP_BENCH_NR_KINDS; k++) {
+				sp_fmt(a, sizeof(a), sp_stats_of(s, k).median);
+				fprintf(f, " %10s", a);
+			}
+			sp_fmt(e, sizeof(e), sp_ratio(s, SP_BENCH_STRIXPEER, SP_BENCH_MALLOC));
+			sp_fmt(g, sizeof(g), sp_ratio(s, SP_BENCH_STRIXPEER, SP_BENCH_THP));
+			fprintf(f, " %9s %9s\n", e, g);
+		}
+	}
+	return ferror(f) ? sp_fail(EIO, "writing the report failed") : 0;
+}
+
+int sp_bench_write_plot(const struct sp_bench *b, const char *svg)
+{
+	static const char *const ops[] = { "write_bw", "read_bw", "send_bw" };
+	char dat[4096], gp[4096], cmd[12400];
+	bool have = false;
+	FILE *f;
+	int st;
+
+	if (snprintf(dat, sizeof(dat), "%s.dat", svg) >= (int)sizeof(dat) ||
+	    snprintf(gp, sizeof(gp), "%s.gp", svg) >= (int)sizeof(gp))
+		return sp_fail(ENAMETOOLONG, "plot path too long");
+	if (strchr(svg, '\'') || strchr(svg, '"'))
+		return sp_fail(EINVAL, "plot path must not contain quotes");
+	for (size_t i = 0; i < b->nr_series && !have; i++)
+		have = sp_is_rdma(&b->series[i]) && strstr(b->series[i].figure, "_bw");
+	if (!have)
+		return sp_fail(ENODATA, "no RDMA bandwidth figures to plot");
+	f = fopen(dat, "we");
+	if (!f)
+		return sp_fail(errno, "%s: %s", dat, strerror(errno));
+	for (size_t j = 0; j < 3; j++) {
+		fprintf(f, "# %s: size", ops[j]);
+		for (int k = 0; k < SP_BENCH_NR_KINDS; k++)
+			fprintf(f, " %s", sp_kind_names[k]);
+		fputc('\n', f);
+		for (size_t i = 0; i < b->nr_series; i++) {
+			const struct sp_bench_series *s = &b->series[i];
+
+			if (!sp_is_rdma(s) || strcmp(s->figure, ops[j]))
+				continue;
+			fprintf(f, "%" PRIu64, s->msg_size);
+			for (int k = 0; k < SP_BENCH_NR_KINDS; k++) {
+				double m = sp_stats_of(s, k).median;
+
+				if (isnan(m))
+					fputs(" NaN", f);
+				else
+					fprintf(f, " %.6g", m);
+			}
+			fputc('\n', f);
+		}
+		fputs("\n\n", f);
+	}
+	if (fclose(f))
+		return sp_fail(errno, "%s: %s", dat, strerror(errno));
+
+	f = fopen(gp, "we");
+	if (!f)
+		return sp_fail(errno, "%s: %s", gp, strerror(errno));
+	fprintf(f, "set terminal svg size 1200,420 dynamic noenhanced font 'sans,11'\n"
+		"set output '%s'\nset multiplot layout 1,3 title 'strixpeer bench: kernel %s, %s, median of %u'\n"
+		"set logscale x 2\nset format x '%%.0b%%B'\nset xlabel 'message size'\n"
+		"set ylabel 'MiB/s'\nset key top left\nset grid\n",
+		svg, b->kernel, b->mode, b->o.repeat);
+	for (size_t j = 0; j < 3; j++) {
+		fprintf(f, "set title '%s'\nplot ", ops[j]);
+		for (int k = 0; k < SP_BENCH_NR_KINDS; k++)
+			fprintf(f, "%s'%s' index %zu using 1:%d with linespoints title '%s'",
+				k ? ", " : "", dat, j, k + 2, sp_kind_names[k]);
+		fputc('\n', f);
+	}
+	fputs("unset multiplot\n", f);
+	if (fclose(f))
+		return sp_fail(errno, "%s: %s", gp, strerror(errno));
+
+	snprintf(cmd, sizeof(cmd), "gnuplot '%s' > '%s.log' 2>&1", gp, svg);
+	if (access("/usr/bin/gnuplot", X_OK) && system("command -v gnuplot >/dev/null 2>&1"))
+		return sp_fail(ENOENT, "gnuplot is not installed (apt install gnuplot-nox); data in %s, script in %s",
+			       dat, gp);
+	st = system(cmd);
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st))
+		return sp_fail(EIO, "gnuplot %s failed (status %d, see %s.log)", gp, st, svg);
+	return 0;
+}

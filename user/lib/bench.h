@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libstrixpeer's benchmark internals, shared by bench.c (memory kinds,
+ * CPU-side figures, results and their output) and bench_rdma.c (the RDMA
+ * figures over librdmacm, client and server).
+ */
+#ifndef SP_LIB_BENCH_H
+#define SP_LIB_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "strixpeer.h"
+
+struct ibv_pd;
+struct ibv_mr;
+
+#define SP_BENCH_MAX_REPEAT	64
+
+/* One piece of memory of one kind, mapped into this process. */
+struct sp_bench_mem {
+	enum sp_bench_kind kind;
+	size_t size;		/* bytes asked for */
+	size_t map_len;		/* bytes to munmap at base */
+	uint8_t *addr;		/* 2 MiB-aligned where the kind allows */
+	uint8_t *base;		/* what mmap returned (THP, dma-buf) */
+	struct sp_buf *buf;	/* strixpeer, dma-buf */
+	struct sp_import *imp;	/* dma-buf */
+	int dmabuf_fd;		/* dma-buf, else -1 */
+	struct ibv_mr *mr;	/* plain registration */
+	struct sp_mr *smr;	/* dma-buf: registered through sp_reg_mr() */
+};
+
+/* A series of samples: one figure (and message size) for every kind. */
+struct sp_bench_series {
+	char figure[32];	/* "alloc", "reg", "write_bw", ... */
+	uint64_t msg_size;	/* RDMA figures: message bytes, else 0 */
+	uint64_t iters;		/* RDMA figures: iterations per sample */
+	const char *unit;	/* "ms", "GiB/s", "MiB/s", "us" */
+	bool higher_better;
+	unsigned int n[SP_BENCH_NR_KINDS];
+	double v[SP_BENCH_NR_KINDS][SP_BENCH_MAX_REPEAT];
+};
+
+/* What the mapping of a kind looks like to the CPU and to an HCA. */
+struct sp_bench_map_info {
+	bool valid;
+	uint64_t huge_bytes;	/* mapped with 2 MiB entries */
+	bool phys_known;	/* pagemap gave physical addresses */
+	uint64_t segments;	/* physically contiguous runs (DMA segments) */
+	uint64_t mtt_page;	/* best HCA page size (4 KiB..1 GiB) */
+	char reg_path[16];	/* how the registration was made */
+};
+
+struct sp_bench {
+	struct sp_bench_opts o;
+	char kernel[128];
+	char thp[32];
+	char mode[16];		/* "local" or "remote" */
+	char client_dev[64], server_dev[64];
+	char client_addr[64], server_addr[64];
+	bool available[SP_BENCH_NR_KINDS];
+	char reason[SP_BENCH_NR_KINDS][160];
+	char rdma_reason[200];	/* why RDMA figures are missing, if they are */
+	struct sp_bench_map_info map[SP_BENCH_NR_KINDS];
+	struct sp_bench_series *series;
+	size_t nr_series, cap_series;
+};
+
+/* Copy @src into @dst[@len], cut short if need be. */
+static inline void sp_bench_copy(char *dst, size_t len, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= len)
+		n = len - 1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+const char *sp_bench_kind_name(enum sp_bench_kind kind);
+int sp_bench_mem_alloc(struct sp_dev *dev, enum sp_bench_kind kind, size_t size,
+		       struct sp_bench_mem *m);
+void sp_bench_mem_touch(struct sp_bench_mem *m);
+int sp_bench_mem_reg(struct sp_dev *dev, struct ibv_pd *pd, struct sp_bench_mem *m,
+		     int access);
+void sp_bench_mem_dereg(struct sp_bench_mem *m);
+uint32_t sp_bench_mem_lkey(const struct sp_bench_mem *m);
+uint32_t sp_bench_mem_rkey(const struct sp_bench_mem *m);
+void sp_bench_mem_free(struct sp_bench_mem *m);
+double sp_bench_now(void);
+struct sp_bench_series *sp_bench_series_get(struct sp_bench *b, const char *figure,
+					    uint64_t msg_size, const char *unit,
+					    bool higher_better);
+void sp_bench_add(struct sp_bench_series *s, enum sp_bench_kind kind, double v);
+void sp_bench_progress(const struct sp_bench *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void sp_bench_pin_cpu(int cpu);
+
+/*
+ * The CPU-side figures; sp_bench_rdma_run() calls it once it knows the
+ * client's PD, or that there is none (then the first verbs device is used).
+ */
+int sp_bench_host_part(struct sp_bench *b, struct sp_dev *dev, struct ibv_pd *pd,
+		       const char *pd_reason);
+
+/* bench_rdma.c */
+int sp_bench_rdma_run(struct sp_bench *b, struct sp_dev *dev);
+int sp_bench_rdma_serve(const struct sp_bench_opts *o, struct sp_dev *dev, int ready_fd);
+
+#endif

@@ -1,0 +1,1085 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libstrixpeer benchmarks, the RDMA part: RDMA WRITE, READ and SEND
+ * bandwidth and latency between a client and a server, each side using
+ * memory of the kind being measured, as perftest does.
+ *
+ * The queue pair is connected through librdmacm (perftest's -R), on
+ * the TCP control port + 1; a TCP connection on the control port carries
+ * the requests (allocate memory of a kind, take part in a latency test).
+ * On one node ("local" mode) the server is a forked child serving on the
+ * second RDMA device, the client uses the first; across nodes the server
+ * is sp_bench_serve() on the other node.
+ *
+ * Definitions (perftest's): bandwidth = bytes / time from the first post
+ * to the last completion, in MiB/s (2^20), after an untimed warm-up of a
+ * tenth of the iterations; latency = median over the iterations, of half
+ * a round trip for WRITE (each side polls the last byte of its buffer for
+ * the other's write) and SEND (ping-pong), of a whole RDMA READ. Every
+ * sample is one repetition's value.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+
+#include "strixpeer.h"
+#include "internal.h"
+#include "bench.h"
+
+#define SP_BENCH_PROTO		1
+#define SP_RD_DEPTH		16	/* outstanding RDMA READs */
+#define SP_RECV_DEPTH		512
+#define SP_WAIT_S		60.0	/* no progress for this long: give up */
+
+enum sp_cmd {
+	SP_CMD_HELLO = 1, SP_CMD_ALLOC, SP_CMD_FREE, SP_CMD_WRITE_LAT, SP_CMD_SEND_LAT,
+	SP_CMD_SEND_BW, SP_CMD_QUIT, SP_CMD_READY, SP_CMD_DONE,
+};
+
+/* Control message (both nodes are little-endian x86-64 or arm64). */
+struct sp_msg {
+	uint32_t cmd;
+	uint32_t kind;
+	uint64_t size;		/* ALLOC: bytes; tests: message size */
+	uint64_t addr;		/* ALLOC: the sender's buffer */
+	uint64_t iters;		/* tests: iterations incl. warm-up */
+	uint32_t rkey;
+	int32_t status;		/* reply: 0 or -errno */
+	char text[200];		/* reply: error message, HELLO: device name */
+};
+
+struct sp_conn {
+	int sock;
+	struct rdma_cm_id *listen;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *ch;
+	bool events;			/* sleep on @ch (SP_BENCH_EVENTS) */
+	struct ibv_cq *cq;
+	unsigned int sends, recvs;	/* completions seen, not yet waited for */
+	pid_t child;
+};
+
+static int sp_sock_io(int fd, void *buf, size_t len, bool out)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = out ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return sp_fail(n ? errno : ECONNRESET, "bench control connection: %s",
+				       n ? strerror(errno) : "closed by the other side");
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int sp_send_msg(struct sp_conn *c, struct sp_msg *m)
+{
+	return sp_sock_io(c->sock, m, sizeof(*m), true);
+}
+
+static int sp_recv_msg(struct sp_conn *c, struct sp_msg *m)
+{
+	return sp_sock_io(c->sock, m, sizeof(*m), false);
+}
+
+/* Request and reply; a non-zero status in the reply is the error. */
+static int sp_call(struct sp_conn *c, struct sp_msg *m, uint32_t want)
+{
+	int ret = sp_send_msg(c, m);
+
+	if (!ret)
+		ret = sp_recv_msg(c, m);
+	if (ret)
+		return ret;
+	if (m->status)
+		return sp_fail(-m->status, "server: %.*s", (int)sizeof(m->text), m->text);
+	if (m->cmd != want)
+		return sp_fail(EPROTO, "server answered %u, expected %u", m->cmd, want);
+	return 0;
+}
+
+/* librdmacm's port: the control port + 1 (the control port is 1..65534). */
+static int sp_port_plus_one(const char *port, char *out, size_t len)
+{
+	char *end;
+	unsigned long p;
+
+	errno = 0;
+	p = strtoul(port, &end, 10);
+	if (errno || end == port || *end || !p || p > 65534)
+		return sp_fail(EINVAL, "bad port \"%s\": 1..65534 (librdmacm uses port + 1)", port);
+	snprintf(out, len, "%u", (unsigned int)(p + 1) & 0xffff);
+	return 0;
+}
+
+/* --- queue pair ------------------------------------------------------------ */
+
+static int sp_qp_setup(struct sp_conn *c, const struct sp_bench_opts *o, bool server)
+{
+	struct ibv_qp_init_attr attr;
+
+	c->pd = ibv_alloc_pd(c->id->verbs);
+	if (!c->pd)
+		return sp_fail(errno, "ibv_alloc_pd: %s", strerror(errno));
+	/* the server learns the client's choice from HELLO: it always has one */
+	if ((o->flags & SP_BENCH_EVENTS) || server) {
+		c->ch = ibv_create_comp_channel(c->id->verbs);
+		if (!c->ch)
+			return sp_fail(errno, "ibv_create_comp_channel: %s", strerror(errno));
+	}
+	c->events = (o->flags & SP_BENCH_EVENTS) && !server;
+	c->cq = ibv_create_cq(c->id->verbs, (int)(o->depth + SP_RECV_DEPTH + 16), NULL, c->ch, 0);
+	if (!c->cq)
+		return sp_fail(errno, "ibv_create_cq: %s", strerror(errno));
+	memset(&attr, 0, sizeof(attr));
+	attr.send_cq = c->cq;
+	attr.recv_cq = c->cq;
+	attr.qp_type = IBV_QPT_RC;
+	attr.cap.max_send_wr = o->depth + 8;
+	attr.cap.max_recv_wr = SP_RECV_DEPTH + 8;
+	attr.cap.max_send_sge = 1;
+	attr.cap.max_recv_sge = 1;
+	if (rdma_create_qp(c->id, c->pd, &attr))
+		return sp_fail(errno, "rdma_create_qp: %s", strerror(errno));
+	return 0;
+}
+
+static void sp_conn_param(struct rdma_conn_param *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->initiator_depth = SP_RD_DEPTH;
+	p->responder_resources = SP_RD_DEPTH;
+	p->retry_count = 7;
+	p->rnr_retry_count = 7;
+}
+
+static void sp_conn_close(struct sp_conn *c)
+{
+	if (c->id) {
+		rdma_disconnect(c->id);
+		if (c->id->qp)
+			rdma_destroy_qp(c->id);
+	}
+	if (c->cq)
+		ibv_destroy_cq(c->cq);
+	if (c->ch)
+		ibv_destroy_comp_channel(c->ch);
+	c->ch = NULL;
+	if (c->pd)
+		ibv_dealloc_pd(c->pd);
+	if (c->id)
+		rdma_destroy_ep(c->id);
+	if (c->listen)
+		rdma_destroy_ep(c->listen);
+	if (c->sock >= 0)
+		close(c->sock);
+	c->id = c->listen = NULL;
+	c->cq = NULL;
+	c->pd = NULL;
+	c->sock = -1;
+}
+
+static int sp_check_wc(struct sp_conn *c, struct ibv_wc *wc, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (wc[i].status != IBV_WC_SUCCESS)
+			return sp_fail(EIO, "completion error: %s (opcode %d)",
+				       ibv_wc_status_str(wc[i].status), wc[i].opcode);
+		if (wc[i].opcode & IBV_WC_RECV)
+			c->recvs++;
+		else
+			c->sends++;
+	}
+	return n;
+}
+
+/* Sleep until the CQ has a completion (events mode); -ETIMEDOUT after SP_WAIT_S. */
+static int sp_cq_event(struct sp_conn *c, struct ibv_wc *wc, int max)
+{
+	struct pollfd pfd = { .fd = c->ch->fd, .events = POLLIN };
+	struct ibv_cq *cq;
+	void *ctx;
+	int n;
+
+	if (ibv_req_notify_cq(c->cq, 0))
+		return sp_fail(EIO, "ibv_req_notify_cq failed");
+	n = ibv_poll_cq(c->cq, max, wc);	/* what arrived before the request */
+	if (n)
+		return n;
+	n = poll(&pfd, 1, (int)(SP_WAIT_S * 1000));
+	if (n == 0)
+		return sp_fail(ETIMEDOUT, "no completion for %.0f s", SP_WAIT_S);
+	if (n < 0 || ibv_get_cq_event(c->ch, &cq, &ctx))
+		return sp_fail(EIO, "waiting for a completion event: %s", strerror(errno));
+	ibv_ack_cq_events(cq, 1);
+	return 0;
+}
+
+/*
+ * Poll up to @max completions (counted in c->sends / c->recvs); busy, or
+ * sleeping on the completion channel in events mode; -ETIMEDOUT after
+ * SP_WAIT_S without any.
+ */
+static int sp_poll(struct sp_conn *c, struct ibv_wc *wc, int max)
+{
+	double deadline = 0;
+
+	for (unsigned long spin = 0;; spin++) {
+		int n = ibv_poll_cq(c->cq, max, wc);
+
+		if (n == 0 && c->events)
+			n = sp_cq_event(c, wc, max);
+		if (n < 0)
+			return n == -1 ? sp_fail(EIO, "ibv_poll_cq failed") : n;
+		if (n > 0)
+			return sp_check_wc(c, wc, n);
+		if (!c->events && !(spin & 1023)) {
+			double now = sp_bench_now();
+
+			if (!deadline)
+				deadline = now + SP_WAIT_S;
+			else if (now > deadline)
+				return sp_fail(ETIMEDOUT, "no completion for %.0f s", SP_WAIT_S);
+		}
+	}
+}
+
+static int sp_post(struct sp_conn *c, enum ibv_wr_opcode op, struct sp_bench_mem *m,
+		   size_t off, size_t len, uint64_t raddr, uint32_t rkey, uint64_t wr_id,
+		   bool signaled)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(m->addr + off), .length = (uint32_t)len,
+		.lkey = sp_bench_mem_lkey(m),
+	};
+	struct ibv_send_wr wr, *bad;
+	int ret;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	ret = ibv_post_send(c->id->qp, &wr, &bad);
+	return ret ? sp_fail(ret, "ibv_post_send: %s", strerror(ret)) : 0;
+}
+
+static int sp_post_recv(struct sp_conn *c, struct sp_bench_mem *m, size_t off, size_t len)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(m->addr + off), .length = (uint32_t)len,
+		.lkey = sp_bench_mem_lkey(m),
+	};
+	struct ibv_recv_wr wr, *bad;
+	int ret;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 0;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	ret = ibv_post_recv(c->id->qp, &wr, &bad);
+	return ret ? sp_fail(ret, "ibv_post_recv: %s", strerror(ret)) : 0;
+}
+
+/*
+ * Wait for one completion of a send (or a receive, @want_recv); the other
+ * kind's completions seen meanwhile are counted for their own waiter.
+ */
+static int sp_wait_one(struct sp_conn *c, bool want_recv)
+{
+	unsigned int *have = want_recv ? &c->recvs : &c->sends;
+	struct ibv_wc wc[8];
+
+	while (!*have) {
+		int n = sp_poll(c, wc, 8);
+
+		if (n < 0)
+			return n;
+	}
+	(*have)--;
+	return 0;
+}
+
+static uint8_t sp_mark(uint64_t i)
+{
+	return (uint8_t)(i % 255 + 1);
+}
+
+/* Spin until *@p == @v (the other side's RDMA WRITE arrived). */
+static int sp_wait_byte(const uint8_t *p, uint8_t v)
+{
+	double deadline = 0;
+
+	for (unsigned long spin = 0; __atomic_load_n(p, __ATOMIC_ACQUIRE) != v; spin++) {
+		if (!(spin & 4095)) {
+			double now = sp_bench_now();
+
+			if (!deadline)
+				deadline = now + SP_WAIT_S;
+			else if (now > deadline)
+				return sp_fail(ETIMEDOUT, "the other side's RDMA WRITE did not arrive for %.0f s",
+					       SP_WAIT_S);
+		}
+	}
+	return 0;
+}
+
+/*
+ * Server and client halves of the ping-pong tests. The buffer's first half
+ * is the source of what this side sends, the second half receives.
+ */
+static int sp_write_pingpong(struct sp_conn *c, struct sp_bench_mem *m, size_t half,
+			     size_t size, uint64_t raddr, uint32_t rkey, uint64_t n,
+			     bool client, double *lat)
+{
+	uint8_t *src = m->addr + size - 1, *dst = m->addr + half + size - 1;
+
+	/*
+	 * As perftest: the side polls memory, not the CQ; its own write's
+	 * completion is reaped after the answer arrived (it has, by then).
+	 */
+	for (uint64_t i = 0; i < n; i++) {
+		double t0 = sp_bench_now();
+		int ret = 0;
+
+		if (!client) {
+			ret = sp_wait_byte(dst, sp_mark(i));
+			if (!ret && i)
+				ret = sp_wait_one(c, false);
+		}
+		*src = sp_mark(i);
+		if (!ret)
+			ret = sp_post(c, IBV_WR_RDMA_WRITE, m, 0, size, raddr + half, rkey, i, true);
+		if (!ret && client) {
+			ret = sp_wait_byte(dst, sp_mark(i));
+			if (lat)
+				lat[i] = (sp_bench_now() - t0) * 1e6 / 2;
+			if (!ret)
+				ret = sp_wait_one(c, false);
+		}
+		if (ret)
+			return ret;
+	}
+	return client ? 0 : sp_wait_one(c, false);
+}
+
+static int sp_send_pingpong(struct sp_conn *c, struct sp_bench_mem *m, size_t half,
+			    size_t size, uint64_t n, bool client, double *lat)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		double t0 = sp_bench_now();
+		int ret = 0;
+
+		if (!client)
+			ret = sp_wait_one(c, true);
+		/* one receive posted at a time: none is left over afterwards */
+		if (!ret && !client && i + 1 < n)
+			ret = sp_post_recv(c, m, half, size);
+		if (!ret)
+			ret = sp_post(c, IBV_WR_SEND, m, 0, size, 0, 0, i, true);
+		if (!ret)
+			ret = sp_wait_one(c, false);
+		if (!ret && client)
+			ret = sp_wait_one(c, true);
+		if (!ret && client && i + 1 < n)
+			ret = sp_post_recv(c, m, half, size);
+		if (ret)
+			return ret;
+		if (lat)
+			lat[i] = (sp_bench_now() - t0) * 1e6 / 2;
+	}
+	return 0;
+}
+
+/* Server side of SEND bandwidth: exactly @n receives, @depth at a time. */
+static int sp_send_sink(struct sp_conn *c, struct sp_bench_mem *m, size_t half,
+			size_t size, uint64_t n)
+{
+	struct ibv_wc wc[32];
+	uint64_t posted = 0, got = 0;
+	int ret;
+
+	while (posted < n && posted < SP_RECV_DEPTH) {
+		ret = sp_post_recv(c, m, half, size);
+		if (ret)
+			return ret;
+		posted++;
+	}
+	{
+		struct sp_msg r = { .cmd = SP_CMD_READY };
+
+		ret = sp_send_msg(c, &r);
+		if (ret)
+			return ret;
+	}
+	while (got < n) {
+		int k = sp_poll(c, wc, 32);
+
+		if (k < 0)
+			return k;
+		for (int i = 0; i < k; i++) {
+			if (!(wc[i].opcode & IBV_WC_RECV))
+				continue;
+			got++;
+			c->recvs--;
+			if (posted < n) {
+				ret = sp_post_recv(c, m, half, size);
+				if (ret)
+					return ret;
+				posted++;
+			}
+		}
+	}
+	return 0;
+}
+
+/* --- server -------------------------------------------------------------------- */
+
+static int sp_tcp_listen(const char *addr, const char *port)
+{
+	struct addrinfo hints, *res, *ai;
+	int fd = -1, one = 1, ret;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	ret = getaddrinfo(addr, port, &hints, &res);
+	if (ret)
+		return sp_fail(EADDRNOTAVAIL, "%s port %s: %s", addr ? addr : "*", port,
+			       gai_strerror(ret));
+	for (ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+		if (fd < 0)
+			continue;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1) == 0)
+			break;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		return sp_fail(errno, "cannot listen on %s port %s: %s", addr ? addr : "*", port,
+			       strerror(errno));
+	return fd;
+}
+
+/* Serve one client on @o's address and port; @ready_fd (if >= 0) gets a byte once listening. */
+int sp_bench_rdma_serve(const struct sp_bench_opts *o, struct sp_dev *dev, int ready_fd)
+{
+	struct sp_conn c = { .sock = -1 };
+	struct sp_bench_mem m = { .dmabuf_fd = -1 };
+	struct rdma_addrinfo hints, *res = NULL;
+	struct rdma_conn_param param;
+	uint64_t peer_addr = 0;
+	uint32_t peer_rkey = 0;
+	size_t half = 0;
+	char port1[16];
+	int lfd, ret;
+
+	ret = sp_port_plus_one(o->port, port1, sizeof(port1));
+	if (ret)
+		return ret;
+	lfd = sp_tcp_listen(o->serve_addr, o->port);
+	if (lfd < 0)
+		return lfd;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_flags = RAI_PASSIVE;
+	hints.ai_port_space = RDMA_PS_TCP;
+	if (rdma_getaddrinfo(o->serve_addr, port1, &hints, &res) ||
+	    rdma_create_ep(&c.listen, res, NULL, NULL) || rdma_listen(c.listen, 1)) {
+		ret = sp_fail(errno, "librdmacm cannot listen on %s port %s: %s",
+			      o->serve_addr ? o->serve_addr : "*", port1, strerror(errno));
+		goto out;
+	}
+	if (ready_fd >= 0) {
+		if (write(ready_fd, "r", 1) != 1)
+			ret = -EIO;
+		close(ready_fd);
+	}
+	c.sock = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (c.sock < 0) {
+		ret = sp_fail(errno, "accept: %s", strerror(errno));
+		goto out;
+	}
+	if (rdma_get_request(c.listen, &c.id)) {
+		ret = sp_fail(errno, "rdma_get_request: %s", strerror(errno));
+		goto out;
+	}
+	ret = sp_qp_setup(&c, o, true);
+	if (ret)
+		goto out;
+	sp_conn_param(&param);
+	if (rdma_accept(c.id, &param)) {
+		ret = sp_fail(errno, "rdma_accept: %s", strerror(errno));
+		goto out;
+	}
+
+	for (;;) {
+		struct sp_msg q, r;
+
+		ret = sp_recv_msg(&c, &q);
+		if (ret)
+			break;
+		memset(&r, 0, sizeof(r));
+		r.cmd = SP_CMD_DONE;
+		switch (q.cmd) {
+		case SP_CMD_HELLO:
+			c.events = (q.kind & SP_BENCH_EVENTS) != 0;
+			r.status = q.size == SP_BENCH_PROTO ? 0 : -EPROTO;
+			sp_bench_copy(r.text, sizeof(r.text), r.status ? "bench protocol version differs: use the same libstrixpeer on both nodes"
+					  : ibv_get_device_name(c.id->verbs->device));
+			break;
+		case SP_CMD_ALLOC:
+			sp_bench_mem_free(&m);
+			half = q.size / 2;
+			peer_addr = q.addr;
+			peer_rkey = q.rkey;
+			r.status = sp_bench_mem_alloc(dev, (enum sp_bench_kind)q.kind, q.size, &m);
+			if (!r.status) {
+				sp_bench_mem_touch(&m);
+				r.status = sp_bench_mem_reg(dev, c.pd, &m, IBV_ACCESS_LOCAL_WRITE |
+							    IBV_ACCESS_REMOTE_WRITE |
+							    IBV_ACCESS_REMOTE_READ);
+			}
+			if (r.status) {
+				r.status = r.status < 0 ? r.status : -EIO;
+				sp_bench_copy(r.text, sizeof(r.text), sp_errmsg());
+				sp_bench_mem_free(&m);
+			} else {
+				r.addr = (uintptr_t)m.addr;
+				r.rkey = sp_bench_mem_rkey(&m);
+			}
+			break;
+		case SP_CMD_FREE:
+			sp_bench_mem_free(&m);
+			break;
+		case SP_CMD_WRITE_LAT:
+		case SP_CMD_SEND_LAT:
+			if (q.cmd == SP_CMD_SEND_LAT)
+				ret = sp_post_recv(&c, &m, half, q.size);
+			r.cmd = SP_CMD_READY;
+			if (!ret)
+				ret = sp_send_msg(&c, &r);
+			if (!ret)
+				ret = q.cmd == SP_CMD_WRITE_LAT ?
+				      sp_write_pingpong(&c, &m, half, q.size, peer_addr, peer_rkey,
+							q.iters, false, NULL) :
+				      sp_send_pingpong(&c, &m, half, q.size, q.iters, false, NULL);
+			r.cmd = SP_CMD_DONE;
+			break;
+		case SP_CMD_SEND_BW:
+			ret = sp_send_sink(&c, &m, half, q.size, q.iters);
+			break;
+		case SP_CMD_QUIT:
+			sp_send_msg(&c, &r);
+			ret = 0;
+			goto out;
+		default:
+			r.status = -EPROTO;
+			snprintf(r.text, sizeof(r.text), "unknown request %u", q.cmd);
+		}
+		if (ret)
+			break;
+		ret = sp_send_msg(&c, &r);
+		if (ret)
+			break;
+	}
+out:
+	sp_bench_mem_free(&m);
+	sp_conn_close(&c);
+	if (res)
+		rdma_freeaddrinfo(res);
+	close(lfd);
+	return ret;
+}
+
+int sp_bench_serve(const struct sp_bench_opts *o)
+{
+	struct sp_bench_opts d;
+	struct sp_dev *dev = NULL;
+	int ret;
+
+	d = *o;
+	if (!d.port)
+		d.port = "18515";
+	if (!d.depth)
+		d.depth = 128;
+	if (sp_dev_open(NULL, &dev) < 0)
+		dev = NULL;	/* strixpeer kinds are refused with the reason */
+	ret = sp_bench_rdma_serve(&d, dev, -1);
+	if (dev)
+		sp_dev_close(dev);
+	return ret;
+}
+
+/* --- client -------------------------------------------------------------------- */
+
+/* The first two RDMA devices with an IPv4 RoCE GID: names and addresses. */
+static int sp_ipv4_devices(char names[2][64], char addrs[2][64])
+{
+	int n = 0, found = 0;
+	struct ibv_device **list = ibv_get_device_list(&n);
+
+	for (int i = 0; list && i < n && found < 2; i++) {
+		struct ibv_context *ctx = ibv_open_device(list[i]);
+		struct ibv_gid_entry ents[32];
+		ssize_t cnt;
+
+		if (!ctx)
+			continue;
+		cnt = ibv_query_gid_table(ctx, ents, 32, 0);
+		for (ssize_t g = 0; g < cnt; g++) {
+			static const uint8_t v4[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+			const uint8_t *r = ents[g].gid.raw;
+
+			if (ents[g].gid_type != IBV_GID_TYPE_ROCE_V2 || memcmp(r, v4, 12))
+				continue;
+			snprintf(names[found], 64, "%s", ibv_get_device_name(list[i]));
+			snprintf(addrs[found], 64, "%u.%u.%u.%u", r[12], r[13], r[14], r[15]);
+			found++;
+			break;
+		}
+		ibv_close_device(ctx);
+	}
+	if (list)
+		ibv_free_device_list(list);
+	return found;
+}
+
+static int sp_tcp_connect(const char *host, const char *port)
+{
+	struct addrinfo hints, *res, *ai;
+	int fd = -1, ret, one = 1;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	ret = getaddrinfo(host, port, &hints, &res);
+	if (ret)
+		return sp_fail(EHOSTUNREACH, "%s: %s", host, gai_strerror(ret));
+	for (int attempt = 0; attempt < 20 && fd < 0; attempt++) {
+		for (ai = res; ai; ai = ai->ai_next) {
+			fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+			if (fd < 0)
+				continue;
+			if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+				break;
+			close(fd);
+			fd = -1;
+		}
+		if (fd < 0)
+			usleep(250000);
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		return sp_fail(errno, "cannot reach the bench server at %s port %s (is 'strixpeerctl bench --serve' running there?): %s",
+			       host, port, strerror(errno));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+static int sp_client_connect(struct sp_bench *b, struct sp_conn *c)
+{
+	const struct sp_bench_opts *o = &b->o;
+	struct rdma_addrinfo hints, *res = NULL;
+	struct rdma_conn_param param;
+	struct sockaddr_in src;
+	struct sp_msg m;
+	char port1[16];
+	int ret;
+
+	ret = sp_port_plus_one(o->port, port1, sizeof(port1));
+	if (ret)
+		return ret;
+	c->sock = sp_tcp_connect(b->server_addr, o->port);
+	if (c->sock < 0)
+		return c->sock;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_port_space = RDMA_PS_TCP;
+	if (b->client_addr[0]) {
+		memset(&src, 0, sizeof(src));
+		src.sin_family = AF_INET;
+		if (inet_pton(AF_INET, b->client_addr, &src.sin_addr) != 1)
+			return sp_fail(EINVAL, "local address %s is not IPv4", b->client_addr);
+		hints.ai_src_addr = (struct sockaddr *)&src;
+		hints.ai_src_len = sizeof(src);
+	}
+	if (rdma_getaddrinfo(b->server_addr, port1, &hints, &res))
+		return sp_fail(errno, "librdmacm cannot resolve %s port %s: %s", b->server_addr,
+			       port1, strerror(errno));
+	ret = rdma_create_ep(&c->id, res, NULL, NULL);
+	rdma_freeaddrinfo(res);
+	if (ret)
+		return sp_fail(errno, "librdmacm: no route to %s from %s: %s", b->server_addr,
+			       b->client_addr[0] ? b->client_addr : "any address", strerror(errno));
+	ret = sp_qp_setup(c, o, false);
+	if (ret)
+		return ret;
+	sp_conn_param(&param);
+	if (rdma_connect(c->id, &param))
+		return sp_fail(errno, "rdma_connect to %s port %s: %s", b->server_addr, port1,
+			       strerror(errno));
+	sp_bench_copy(b->client_dev, sizeof(b->client_dev), ibv_get_device_name(c->id->verbs->device));
+	memset(&m, 0, sizeof(m));
+	m.cmd = SP_CMD_HELLO;
+	m.size = SP_BENCH_PROTO;
+	m.kind = o->flags & SP_BENCH_EVENTS;
+	ret = sp_call(c, &m, SP_CMD_DONE);
+	if (!ret)
+		snprintf(b->server_dev, sizeof(b->server_dev), "%.63s", m.text);
+	return ret;
+}
+
+static uint64_t sp_bw_iters(const struct sp_bench_opts *o, size_t size)
+{
+	uint64_t it = o->iters;
+
+	if (it * size > o->max_bytes)
+		it = o->max_bytes / size;
+	return it < 8 ? 8 : it;
+}
+
+/* @n WRITEs or READs of @size, @depth outstanding; seconds taken. */
+static int sp_bw_run(struct sp_conn *c, enum ibv_wr_opcode op, struct sp_bench_mem *m,
+		     size_t size, uint64_t raddr, uint32_t rkey, uint64_t n, unsigned int depth,
+		     double *secs)
+{
+	unsigned int every = depth / 2 ? (depth / 2 < 64 ? depth / 2 : 64) : 1;
+	uint64_t posted = 0, done = 0;
+	struct ibv_wc wc[32];
+	double t0 = sp_bench_now();
+
+	while (done < n) {
+		int k;
+
+		while (posted < n && posted - done < depth) {
+			bool sig = (posted + 1) % every == 0 || posted + 1 == n;
+			int ret = sp_post(c, op, m, 0, size, raddr, rkey, posted + 1, sig);
+
+			if (ret)
+				return ret;
+			posted++;
+		}
+		k = sp_poll(c, wc, 32);
+		if (k < 0)
+			return k;
+		for (int i = 0; i < k; i++)
+			if (!(wc[i].opcode & IBV_WC_RECV) && wc[i].wr_id > done)
+				done = wc[i].wr_id;
+	}
+	*secs = sp_bench_now() - t0;
+	c->sends = 0;	/* all waited for here */
+	return 0;
+}
+
+static double sp_median(double *v, uint64_t n)
+{
+	for (uint64_t i = 1; i < n; i++) {	/* insertion sort: n is small */
+		double x = v[i];
+		uint64_t j = i;
+
+		while (j && v[j - 1] > x) {
+			v[j] = v[j - 1];
+			j--;
+		}
+		v[j] = x;
+	}
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* One message size of one op for one kind: bandwidth and latency samples. */
+static int sp_measure(struct sp_bench *b, struct sp_conn *c, unsigned int op, size_t size,
+		      struct sp_bench_mem *m, size_t half, uint64_t raddr, uint32_t rkey,
+		      enum sp_bench_kind k)
+{
+	static const char *const bw_name[] = { "write_bw", "read_bw", "send_bw" };
+	static const char *const lat_name[] = { "write_lat", "read_lat", "send_lat" };
+	const struct sp_bench_opts *o = &b->o;
+	enum ibv_wr_opcode opc = op == 0 ? IBV_WR_RDMA_WRITE :
+				 op == 1 ? IBV_WR_RDMA_READ : IBV_WR_SEND;
+	unsigned int depth = op == 1 && o->depth > SP_RD_DEPTH ? SP_RD_DEPTH : o->depth;
+	uint64_t n = sp_bw_iters(o, size), warm = n / 10 + 1;
+	uint64_t ln = o->lat_iters, lwarm;
+	struct sp_bench_series *s;
+	struct sp_msg q;
+	double secs = 0, *lat;
+	int ret;
+
+	/* bandwidth */
+	memset(&q, 0, sizeof(q));
+	if (op == 2) {
+		q.cmd = SP_CMD_SEND_BW;
+		q.size = size;
+		q.iters = warm + n;
+		ret = sp_send_msg(c, &q);
+		if (!ret)
+			ret = sp_recv_msg(c, &q);
+		if (ret)
+			return ret;
+	}
+	ret = sp_bw_run(c, opc, m, size, raddr, rkey, warm, depth, &secs);
+	if (!ret)
+		ret = sp_bw_run(c, opc, m, size, raddr, rkey, n, depth, &secs);
+	if (!ret && op == 2)
+		ret = sp_recv_msg(c, &q);
+	if (ret)
+		return ret;
+	s = sp_bench_series_get(b, bw_name[op], size, "MiB/s", true);
+	if (!s)
+		return sp_fail(ENOMEM, "out of memory");
+	s->iters = n;
+	sp_bench_add(s, k, (double)size * (double)n / secs / (1024.0 * 1024.0));
+
+	/* latency: at most max_bytes per sample too, at least 5 iterations */
+	if (ln * size > o->max_bytes)
+		ln = o->max_bytes / size < 5 ? 5 : o->max_bytes / size;
+	lwarm = ln / 10 + 1;
+	lat = calloc(lwarm + ln, sizeof(*lat));
+	if (!lat)
+		return sp_fail(ENOMEM, "out of memory");
+	if (op == 1) {
+		for (uint64_t i = 0; i < lwarm + ln && !ret; i++) {
+			double t0 = sp_bench_now();
+
+			ret = sp_post(c, IBV_WR_RDMA_READ, m, half, size, raddr, rkey, i, true);
+			if (!ret)
+				ret = sp_wait_one(c, false);
+			lat[i] = (sp_bench_now() - t0) * 1e6;
+		}
+	} else {
+		memset(&q, 0, sizeof(q));
+		q.cmd = op == 0 ? SP_CMD_WRITE_LAT : SP_CMD_SEND_LAT;
+		q.size = size;
+		q.iters = lwarm + ln;
+		if (op == 2)
+			ret = sp_post_recv(c, m, half, size);
+		if (!ret)
+			ret = sp_call(c, &q, SP_CMD_READY);
+		if (!ret)
+			ret = op == 0 ? sp_write_pingpong(c, m, half, size, raddr, rkey, lwarm + ln,
+							  true, lat) :
+			      sp_send_pingpong(c, m, half, size, lwarm + ln, true, lat);
+		if (!ret)
+			ret = sp_recv_msg(c, &q);
+	}
+	if (!ret) {
+		s = sp_bench_series_get(b, lat_name[op], size, "us", false);
+		if (!s)
+			ret = sp_fail(ENOMEM, "out of memory");
+		else {
+			s->iters = ln;
+			sp_bench_add(s, k, sp_median(lat + lwarm, ln));
+		}
+	}
+	free(lat);
+	return ret;
+}
+
+static int sp_rdma_figures(struct sp_bench *b, struct sp_dev *dev, struct sp_conn *c)
+{
+	const struct sp_bench_opts *o = &b->o;
+	const size_t half = o->max_msg;
+	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ;
+
+	for (unsigned int r = 0; r < o->repeat; r++) {
+		for (unsigned int op = 0; op < 3; op++) {
+			if (!(o->ops & (1U << op)))
+				continue;
+			for (int i = 0; i < SP_BENCH_NR_KINDS; i++) {
+				enum sp_bench_kind k = (enum sp_bench_kind)((i + r) % SP_BENCH_NR_KINDS);
+				struct sp_bench_mem m;
+				struct sp_msg q;
+				int ret;
+
+				if (!(o->kinds & (1U << k)) || !b->available[k])
+					continue;
+				sp_bench_progress(b, "RDMA %s: repetition %u/%u, %s",
+						  op == 0 ? "WRITE" : op == 1 ? "READ" : "SEND",
+						  r + 1, o->repeat, sp_bench_kind_name(k));
+				ret = sp_bench_mem_alloc(dev, k, 2 * half, &m);
+				if (!ret) {
+					sp_bench_mem_touch(&m);
+					ret = sp_bench_mem_reg(dev, c->pd, &m, access);
+				}
+				if (ret) {
+					b->available[k] = false;
+					snprintf(b->reason[k], sizeof(b->reason[k]), "RDMA memory: %s",
+						 sp_errmsg());
+					sp_bench_mem_free(&m);
+					continue;
+				}
+				memset(&q, 0, sizeof(q));
+				q.cmd = SP_CMD_ALLOC;
+				q.kind = k;
+				q.size = 2 * half;
+				q.addr = (uintptr_t)m.addr;
+				q.rkey = sp_bench_mem_rkey(&m);
+				ret = sp_call(c, &q, SP_CMD_DONE);
+				if (ret) {
+					if (c->sock >= 0 && !strncmp(sp_errmsg(), "server:", 7)) {
+						b->available[k] = false;
+						sp_bench_copy(b->reason[k], sizeof(b->reason[k]), sp_errmsg());
+						sp_bench_mem_free(&m);
+						continue;
+					}
+					sp_bench_mem_free(&m);
+					return ret;
+				}
+				for (size_t sz = o->min_msg; sz <= o->max_msg && !ret; sz *= 2)
+					ret = sp_measure(b, c, op, sz, &m, half, q.addr, q.rkey, k);
+				if (!ret) {
+					memset(&q, 0, sizeof(q));
+					q.cmd = SP_CMD_FREE;
+					ret = sp_call(c, &q, SP_CMD_DONE);
+				}
+				sp_bench_mem_free(&m);
+				if (ret)
+					return ret;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Local mode: fork the server on the second device; returns its pid. */
+static pid_t sp_fork_server(struct sp_bench *b)
+{
+	struct sp_bench_opts so = b->o;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	struct pollfd pfd;
+	int pfds[2];
+	pid_t pid;
+	char c;
+
+	if (pipe2(pfds, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(pfds[0]);
+		close(pfds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		struct sp_dev *dev = NULL;
+
+		close(pfds[0]);
+		if (ncpu > 1)
+			sp_bench_pin_cpu((int)ncpu - 1);
+		so.serve_addr = b->server_addr;
+		if (sp_dev_open(NULL, &dev) < 0)
+			dev = NULL;
+		sp_bench_rdma_serve(&so, dev, pfds[1]);
+		if (dev)
+			sp_dev_close(dev);
+		_exit(0);
+	}
+	close(pfds[1]);
+	pfd.fd = pfds[0];
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, 30000) != 1 || read(pfds[0], &c, 1) != 1) {
+		close(pfds[0]);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		errno = ECONNREFUSED;
+		return -1;
+	}
+	close(pfds[0]);
+	if (ncpu > 1)
+		sp_bench_pin_cpu(0);
+	return pid;
+}
+
+int sp_bench_rdma_run(struct sp_bench *b, struct sp_dev *dev)
+{
+	const struct sp_bench_opts *o = &b->o;
+	struct sp_conn c = { .sock = -1, .child = -1 };
+	char names[2][64] = { "", "" }, addrs[2][64] = { "", "" };
+	int ret = 0;
+
+	if (!(o->ops & (SP_BENCH_OP_WRITE | SP_BENCH_OP_READ | SP_BENCH_OP_SEND))) {
+		snprintf(b->mode, sizeof(b->mode), "host-only");
+		return sp_bench_host_part(b, dev, NULL, NULL);
+	}
+	if (o->server) {
+		snprintf(b->mode, sizeof(b->mode), "remote");
+		sp_bench_copy(b->server_addr, sizeof(b->server_addr), o->server);
+		if (o->local_addr)
+			sp_bench_copy(b->client_addr, sizeof(b->client_addr), o->local_addr);
+	} else {
+		int found = sp_ipv4_devices(names, addrs);
+
+		snprintf(b->mode, sizeof(b->mode), "local");
+		sp_bench_copy(b->client_addr, sizeof(b->client_addr), o->local_addr ? o->local_addr : addrs[0]);
+		sp_bench_copy(b->server_addr, sizeof(b->server_addr), o->serve_addr ? o->serve_addr : addrs[1]);
+		if ((!o->local_addr || !o->serve_addr) && found < 2) {
+			snprintf(b->rdma_reason, sizeof(b->rdma_reason),
+				 "one node needs two RDMA devices with IPv4 addresses (found %d); or run 'bench --serve' on another node and 'bench HOST' here",
+				 found);
+			return sp_bench_host_part(b, dev, NULL, b->rdma_reason);
+		}
+		c.child = sp_fork_server(b);
+		if (c.child < 0) {
+			snprintf(b->rdma_reason, sizeof(b->rdma_reason),
+				 "the local bench server on %s did not start", b->server_addr);
+			return sp_bench_host_part(b, dev, NULL, b->rdma_reason);
+		}
+	}
+	ret = sp_client_connect(b, &c);
+	if (ret) {
+		sp_bench_copy(b->rdma_reason, sizeof(b->rdma_reason), sp_errmsg());
+		sp_conn_close(&c);
+		ret = sp_bench_host_part(b, dev, NULL, NULL);
+		goto out;
+	}
+	ret = sp_bench_host_part(b, dev, c.pd, NULL);
+	if (!ret && sp_rdma_figures(b, dev, &c)) {
+		snprintf(b->rdma_reason, sizeof(b->rdma_reason), "stopped: %s", sp_errmsg());
+		sp_bench_progress(b, "RDMA figures stopped: %s", sp_errmsg());
+	}
+	if (c.sock >= 0) {
+		struct sp_msg q = { .cmd = SP_CMD_QUIT };
+
+		sp_send_msg(&c, &q);
+		sp_recv_msg(&c, &q);
+	}
+	sp_conn_close(&c);
+out:
+	if (c.child > 0) {
+		int st;
+
+		for (int i = 0; i < 100 && waitpid(c.child, &st, WNOHANG) == 0; i++)
+			usleep(100000);
+		if (waitpid(c.child, &st, WNOHANG) == 0) {
+			kill(c.child, SIGKILL);
+			waitpid(c.child, &st, 0);
+		}
+	}
+	return ret;
+}
