@@ -59,19 +59,6 @@ static void mbo_free(struct mbo *b)
 	close(b->gfd);
 }
 
-static void dma_write_seen(int sim, uint32_t h, uint8_t *va, uint64_t len, uint32_t seed)
-{
-	uint8_t *tmp = malloc(len);
-	int64_t bad;
-
-	CHECK(tmp, "malloc");
-	sp_fill(tmp, len, 0, seed);
-	CHECK_OK(sim_dma(sim, PEERSIM_IOC_DMA_WRITE, h, 0, tmp, len));
-	bad = sp_verify(va, len, 0, seed);
-	CHECK(bad < 0, "NIC write not seen by the CPU at byte %lld", (long long)bad);
-	free(tmp);
-}
-
 /*
  * strixpeer pins what a registration maps: the exporter cannot evict it
  * (TTM never moves a pinned BO) until the registration goes; then it can,
@@ -98,7 +85,7 @@ static void pinned_while_registered(void)
 	CHECK(gi.pin_count >= 1 && gi.mappings == 1 && gi.attachments == 1,
 	      "pins %u mappings %u attachments %u", gi.pin_count, gi.mappings, gi.attachments);
 	CHECK_ERR(gpusim_move(b.gfd, b.handle, 0, SP_GPUSIM_MOVE_EVICT, NULL), EBUSY);
-	dma_write_seen(sim, r.handle, b.va, b.len, 1);
+	sim_write_seen(sim, r.handle, b.va, b.len, 1);
 
 	sim_dereg(sim, r.handle);
 	gi = gpusim_info(b.gfd, b.handle);
@@ -135,7 +122,7 @@ static void evict_after_invalidation(void)
 	dmabuf = sp_prime_export(b.gfd, b.handle);
 	CHECK_OK(sp_import_raw(fd, dmabuf, 0, b.len, b.va, &im));
 	CHECK_OK(sim_reg(sim, b.va, b.len, &r));
-	dma_write_seen(sim, r.handle, b.va, b.len, 11);
+	sim_write_seen(sim, r.handle, b.va, b.len, 11);
 	CHECK_OK(sp_unimport_raw(fd, im.handle));
 	t_evict = now_ns();
 	CHECK_OK(gpusim_move(b.gfd, b.handle, 0, SP_GPUSIM_MOVE_EVICT, NULL));
@@ -181,7 +168,7 @@ static void migrate_in_first_map(void)
 	      (unsigned long long)(s1.moves_in_pin - s0.moves_in_pin));
 	CHECK(gpusim_info(b.gfd, b.handle).domain == SP_GPUSIM_DOMAIN_GTT, "not migrated");
 	CHECK(sp_verify(b.va, b.len, 0, 2) < 0, "contents lost in the migration");
-	dma_write_seen(sim, r.handle, b.va, b.len, 3);
+	sim_write_seen(sim, r.handle, b.va, b.len, 3);
 	sim_dereg(sim, r.handle);
 	gpusim_check_no_stale(b.gfd, s0.stale_writes);
 	close(dmabuf);
@@ -223,7 +210,7 @@ static void zero_change_unexported(void)
 		      "dma-bufs %ld -> %ld -> %ld: PRIME made a second export", bufs0, bufs1,
 		      bufs2);
 	CHECK_ERR(gpusim_move(b.gfd, b.handle, 0, SP_GPUSIM_MOVE_EVICT, NULL), EBUSY);
-	dma_write_seen(sim, r.handle, b.va + 4 * KiB, 1 * MiB, 4);
+	sim_write_seen(sim, r.handle, b.va + 4 * KiB, 1 * MiB, 4);
 	sim_dereg(sim, r.handle);
 	CHECK_OK(gpusim_move(b.gfd, b.handle, 0, SP_GPUSIM_MOVE_EVICT | SP_GPUSIM_MOVE_WAIT,
 			     NULL));
@@ -281,7 +268,7 @@ static void hca_dmabuf_mrs(void)
 	s1 = gpusim_stats(b.gfd, 0);
 	CHECK(s1.moves_in_map + s1.moves_in_pin == s0.moves_in_map + s0.moves_in_pin + 1,
 	      "no move inside map or pin");
-	dma_write_seen(sim, h, b.va, b.len, 5);
+	sim_write_seen(sim, h, b.va, b.len, 5);
 	if (gpusim_info(b.gfd, b.handle).pin_count) {
 		CHECK(s1.moves_in_pin == s0.moves_in_pin + 1, "pinned, but not moved in pin");
 		CHECK_ERR(gpusim_move(b.gfd, b.handle, SP_GPUSIM_DOMAIN_SYSTEM, 0, NULL), EBUSY);
@@ -300,7 +287,7 @@ static void hca_dmabuf_mrs(void)
 		gpusim_param("move_delay_ms", i & 1 ? "300" : "1");
 		CHECK_OK(gpusim_move(b.gfd, b.handle, SP_GPUSIM_DOMAIN_SYSTEM, 0, &moved));
 		CHECK(moved, "round %d: no move", i);
-		dma_write_seen(sim, h, b.va, b.len, 6 + i);
+		sim_write_seen(sim, h, b.va, b.len, 6 + i);
 	}
 	gpusim_param("move_delay_ms", "10");
 	CHECK_OK(peersim_mr_info(sim, h, &mi));

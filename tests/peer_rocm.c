@@ -80,11 +80,7 @@ static void dma_check(int sim, uint32_t h, uint8_t *va, uint64_t len, uint32_t s
 	int64_t bad;
 
 	CHECK(tmp, "malloc");
-	sp_fill(tmp, len, 0, seed);
-	CHECK_OK(sim_dma(sim, PEERSIM_IOC_DMA_WRITE, h, 0, tmp, len));
-	bad = sp_verify(va, len, 0, seed);
-	CHECK(bad < 0, "NIC write not seen by the CPU at byte %lld of %p+%" PRIu64,
-	      (long long)bad, (void *)va, len);
+	sim_write_seen(sim, h, va, len, seed);
 	sp_fill(va, len, 0, seed + 1);
 	memset(tmp, 0, len);
 	CHECK_OK(sim_dma(sim, PEERSIM_IOC_DMA_READ, h, 0, tmp, len));

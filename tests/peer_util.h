@@ -145,4 +145,20 @@ static inline uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* The NIC writes a pattern into MR @h; the CPU must see it at @va. */
+static inline void sim_write_seen(int sim, uint32_t h, uint8_t *va, uint64_t len,
+				  uint32_t seed)
+{
+	uint8_t *tmp = malloc(len);
+	int64_t bad;
+
+	CHECK(tmp, "malloc");
+	sp_fill(tmp, len, 0, seed);
+	CHECK_OK(sim_dma(sim, PEERSIM_IOC_DMA_WRITE, h, 0, tmp, len));
+	bad = sp_verify(va, len, 0, seed);
+	CHECK(bad < 0, "NIC write not seen by the CPU at byte %lld of %p+%" PRIu64,
+	      (long long)bad, (void *)va, len);
+	free(tmp);
+}
+
 #endif /* SP_PEER_UTIL_H */
