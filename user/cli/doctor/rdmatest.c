@@ -520,6 +520,7 @@ struct cm_conn {
 	struct ibv_cq *cq;
 	struct ibv_mr *msg_mr;
 	struct rt_msg msg[2];	/* [0] send, [1] receive */
+	bool got_recv;		/* the receive completed while we waited for a send */
 };
 
 static int conn_setup(struct cm_conn *k, char *why, size_t len)
@@ -586,12 +587,28 @@ static int send_msg(struct cm_conn *k, char *why, size_t len)
 	wr.num_sge = 1;
 	wr.opcode = IBV_WR_SEND;
 	wr.send_flags = IBV_SEND_SIGNALED;
-	if (ibv_post_send(k->id->qp, &wr, &bad) || wait_wc(k->ch, k->cq, &wc) ||
-	    wc.status != IBV_WC_SUCCESS) {
-		snprintf(why, len, "sending the verify message failed");
-		return -1;
+	if (ibv_post_send(k->id->qp, &wr, &bad))
+		goto fail;
+	/*
+	 * The peer's answer may complete before our send's completion is
+	 * seen (its packet can overtake the ACK of ours): keep it for
+	 * wait_recv().
+	 */
+	for (;;) {
+		if (wait_wc(k->ch, k->cq, &wc))
+			goto fail;
+		if (wc.opcode == IBV_WC_RECV && wc.status == IBV_WC_SUCCESS) {
+			k->got_recv = true;
+			continue;
+		}
+		if (wc.status != IBV_WC_SUCCESS)
+			goto fail;
+		if (wc.wr_id == 3)
+			return 0;
 	}
-	return 0;
+fail:
+	snprintf(why, len, "sending the verify message failed");
+	return -1;
 }
 
 /* The receive posted by post_recv(); other completions (sends) are skipped. */
@@ -599,6 +616,8 @@ static int wait_recv(struct cm_conn *k, char *why, size_t len)
 {
 	struct ibv_wc wc;
 
+	if (k->got_recv)
+		return k->msg[1].magic == RT_MAGIC ? 0 : -1;
 	for (int i = 0; i < 64; i++) {
 		if (wait_wc(k->ch, k->cq, &wc)) {
 			snprintf(why, len, "no message from the peer within %d s", WAIT_MS / 1000);
