@@ -538,7 +538,7 @@ static void gpusim_dmabuf_unpin(struct dma_buf_attachment *attach)
 }
 
 static void gpusim_sgt_unmap(struct device *dev, struct sg_table *sgt,
-			     unsigned int order, enum dma_data_direction dir)
+			     enum dma_data_direction dir)
 {
 	bool scratch_done = false;
 	struct scatterlist *sg;
@@ -601,7 +601,7 @@ static struct sg_table *gpusim_dmabuf_map(struct dma_buf_attachment *attach,
 			addr = dma_map_page_attrs(attach->dev, page, 0, sz, dir,
 						  DMA_ATTR_SKIP_CPU_SYNC);
 			if (dma_mapping_error(attach->dev, addr)) {
-				gpusim_sgt_unmap(attach->dev, sgt, bo->order, dir);
+				gpusim_sgt_unmap(attach->dev, sgt, dir);
 				return ERR_PTR(-ENOMEM);
 			}
 			if (page == gpusim_scratch)
@@ -619,7 +619,7 @@ static void gpusim_dmabuf_unmap(struct dma_buf_attachment *attach,
 {
 	struct gpusim_bo *bo = to_bo(attach->dmabuf->priv);
 
-	gpusim_sgt_unmap(attach->dev, sgt, bo->order, dir);
+	gpusim_sgt_unmap(attach->dev, sgt, dir);
 	atomic_dec(&bo->mappings);
 }
 
