@@ -120,9 +120,16 @@ static struct sg_table *sp_dmabuf_map(struct dma_buf_attachment *attach,
 						max_seg, GFP_KERNEL);
 	if (ret)
 		goto out_free;
-	ret = dma_map_sgtable(attach->dev, &m->sgt, dir, 0);
+	/*
+	 * Every importer maps the same pages, several at once: skip the
+	 * DMA API's implicit sync (and with it its cacheline tracking, which
+	 * cannot tell shared pages from a driver bug) and sync explicitly,
+	 * as exporters of shared pages do.
+	 */
+	ret = dma_map_sgtable(attach->dev, &m->sgt, dir, DMA_ATTR_SKIP_CPU_SYNC);
 	if (ret)
 		goto out_table;
+	dma_sync_sgtable_for_device(attach->dev, &m->sgt, dir);
 	m->dev = attach->dev;
 	m->dir = dir;
 	mutex_lock(&exp->lock);
@@ -146,7 +153,8 @@ static void sp_dmabuf_unmap(struct dma_buf_attachment *attach,
 	mutex_lock(&exp->lock);
 	list_del(&m->node);
 	mutex_unlock(&exp->lock);
-	dma_unmap_sgtable(attach->dev, sgt, dir, 0);
+	dma_sync_sgtable_for_cpu(attach->dev, sgt, dir);
+	dma_unmap_sgtable(attach->dev, sgt, dir, DMA_ATTR_SKIP_CPU_SYNC);
 	sg_free_table(sgt);
 	kfree(m);
 }

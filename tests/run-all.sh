@@ -226,8 +226,11 @@ for j in "${jobs[@]}"; do
 		[ -e "$tap" ] || continue
 		record_tap "$name/$(basename "$tap" .tap)" "$tap"
 	done
-	# Any kernel complaint fails the run: KASAN, lockdep, kmemleak, WARN, oops.
-	if grep -hE 'BUG:|WARNING:|Oops|KASAN|UBSAN|possible circular locking|possible recursive locking|unreferenced object|general protection|Call Trace' \
+	# Any kernel complaint fails the run: KASAN, lockdep, kmemleak, WARN,
+	# oops, DMA-API debug errors ("DMA-API: <driver> <device>: ...", not
+	# its boot lines; it prints only its first error: the guest suite also
+	# checks its error count).
+	if grep -hE 'BUG:|WARNING:|Oops|KASAN|UBSAN|DMA-API: [^ ]+ [^ ]+: |dma-debug disabled|possible circular locking|possible recursive locking|unreferenced object|general protection|Call Trace' \
 		"$vout/console.log" "$vout/dmesg.txt" > "$vout/kernel-complaints.txt" 2> /dev/null; then
 		record fail "$name/kernel_log_clean" "$(head -n 1 "$vout/kernel-complaints.txt")"
 	else

@@ -187,6 +187,19 @@ if [ -n "$with_peer" ]; then
 		rc=1
 	fi
 fi
+# DMA-API debug prints only its first error: its count says whether there
+# was any (kernels with CONFIG_DMA_API_DEBUG).
+if [ -r /sys/kernel/debug/dma-api/error_count ]; then
+	n=$(cat /sys/kernel/debug/dma-api/error_count)
+	if [ "$n" = 0 ]; then
+		gcase ok "dma_api_debug_clean"
+	else
+		gcase "not ok" "dma_api_debug_clean" "# $n DMA-API errors (dmesg has the first)"
+		rc=1
+	fi
+else
+	gcase ok "dma_api_debug_clean" "# SKIP kernel without CONFIG_DMA_API_DEBUG"
+fi
 if [ -w /sys/kernel/debug/kmemleak ]; then
 	echo scan > /sys/kernel/debug/kmemleak
 	sleep 5
