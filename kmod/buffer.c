@@ -139,15 +139,15 @@ static void sp_count_failure(int err, u64 size)
 	switch (err) {
 	case -ENOSPC:
 		atomic64_inc(&sp_stats.fail_max_pinned);
-		sp_nl_limit_event(STRIXPEER_LIMIT_MAX_PINNED_BYTES, size);
+		sp_event_limit(STRIXPEER_LIMIT_MAX_PINNED_BYTES, size);
 		break;
 	case -EDQUOT:
 		atomic64_inc(&sp_stats.fail_memlock);
-		sp_nl_limit_event(STRIXPEER_LIMIT_MEMLOCK, size);
+		sp_event_limit(STRIXPEER_LIMIT_MEMLOCK, size);
 		break;
 	case -ENOMEM:
 		atomic64_inc(&sp_stats.fail_nomem);
-		sp_nl_limit_event(STRIXPEER_LIMIT_NO_MEMORY, size);
+		sp_event_limit(STRIXPEER_LIMIT_NO_MEMORY, size);
 		break;
 	}
 }
@@ -325,7 +325,7 @@ static void sp_buf_release(struct kref *ref)
 	struct sp_buf *buf = container_of(ref, struct sp_buf, ref);
 
 	xa_erase(&sp_all_bufs, buf->id);
-	sp_nl_buf_event(buf, STRIXPEER_CMD_BUF_FREED_NTF);
+	sp_event_buf(buf, STRIXPEER_CMD_BUF_FREED_NTF);
 	/*
 	 * Pages still pinned by an MR keep their GUP pins and are freed by
 	 * the last unpin; only our own reference goes here.

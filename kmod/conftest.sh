@@ -39,6 +39,12 @@ probe VM_FLAGS_SET \
 	'void sp_probe(struct vm_area_struct *vma);' \
 	'void sp_probe(struct vm_area_struct *vma) { vm_flags_set(vma, VM_DONTDUMP); }'
 
+# 6.7, "genetlink: add CAP_NET_ADMIN test for multicast bind"
+# (GENL_MCAST_CAP_*; backported to the stable 6.1 and 6.6 series, Debian's 6.1 has it)
+probe GENL_MCAST_CAP_SYS_ADMIN \
+	'#include <net/genetlink.h>' \
+	'const struct genl_multicast_group sp_probe = { .name = "x", .flags = GENL_MCAST_CAP_SYS_ADMIN };'
+
 # 6.2-6.6 split-ops rework: struct genl_dumpit_info embeds struct genl_info
 probe GENL_DUMPIT_INFO_INFO \
 	'#include <net/genetlink.h>' \

@@ -68,7 +68,7 @@ static int sp_dmabuf_attach(struct dma_buf *dmabuf,
 
 	atomic_inc(&exp->buf->attachments);
 	atomic64_inc(&sp_stats.dmabuf_attachments);
-	sp_nl_export_event(exp->buf, STRIXPEER_EXPORT_ATTACH, attach->dev);
+	sp_event_export(exp->buf, STRIXPEER_EXPORT_ATTACH, attach->dev);
 	return 0;
 }
 
@@ -79,7 +79,7 @@ static void sp_dmabuf_detach(struct dma_buf *dmabuf,
 
 	atomic_dec(&exp->buf->attachments);
 	atomic64_dec(&sp_stats.dmabuf_attachments);
-	sp_nl_export_event(exp->buf, STRIXPEER_EXPORT_DETACH, attach->dev);
+	sp_event_export(exp->buf, STRIXPEER_EXPORT_DETACH, attach->dev);
 }
 
 /* The pages are pinned from allocation to release: nothing to do. */
@@ -230,7 +230,7 @@ static void sp_dmabuf_release(struct dma_buf *dmabuf)
 	WARN_ON(!list_empty(&exp->mappings));
 	atomic_dec(&buf->exports);
 	atomic64_dec(&sp_stats.dmabuf_exports);
-	sp_nl_export_event(buf, STRIXPEER_EXPORT_RELEASE, NULL);
+	sp_event_export(buf, STRIXPEER_EXPORT_RELEASE, NULL);
 	mutex_destroy(&exp->lock);
 	kfree(exp);
 	sp_buf_put(buf);
@@ -286,6 +286,6 @@ struct dma_buf *sp_export_create(struct sp_buf *buf, u32 flags)
 	kref_get(&buf->ref);
 	atomic_inc(&buf->exports);
 	atomic64_inc(&sp_stats.dmabuf_exports);
-	sp_nl_export_event(buf, STRIXPEER_EXPORT_CREATE, NULL);
+	sp_event_export(buf, STRIXPEER_EXPORT_CREATE, NULL);
 	return dmabuf;
 }

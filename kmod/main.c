@@ -125,7 +125,7 @@ static int sp_ioctl_buf_alloc(struct sp_file *f, void *data)
 				    current->comm, task_pid_nr(current),
 				    a->size, max);
 		atomic64_inc(&sp_stats.fail_max_buf_size);
-		sp_nl_limit_event(STRIXPEER_LIMIT_MAX_BUF_SIZE, a->size);
+		sp_event_limit(STRIXPEER_LIMIT_MAX_BUF_SIZE, a->size);
 		return -EFBIG;
 	}
 	ret = sp_resolve_node(a->node, &node);
@@ -148,7 +148,7 @@ static int sp_ioctl_buf_alloc(struct sp_file *f, void *data)
 		sp_buf_put(buf);
 		return ret == -EBUSY ? -EMFILE : ret;
 	}
-	sp_nl_buf_event(buf, STRIXPEER_CMD_BUF_CREATED_NTF);
+	sp_event_buf(buf, STRIXPEER_CMD_BUF_CREATED_NTF);
 	sp_buf_put(buf);
 	a->size = size;
 	a->handle = id;

@@ -20,15 +20,31 @@
 #include <net/genetlink.h>
 #include <net/netlink.h>
 
+#include "events.h"
 #include "strixpeer.h"
 
 enum sp_nl_mcgrp {
 	SP_NL_MCGRP_EVENTS,
 };
 
+/*
+ * Events name other users' processes, sizes and devices: only
+ * CAP_SYS_ADMIN (in the initial user namespace) may join the group. The
+ * flag came with 6.7 and stable backports (Debian's 6.1 has it); a kernel
+ * without it gets no events group at all rather than a world-readable one.
+ */
+#ifdef STRIXPEER_HAVE_GENL_MCAST_CAP_SYS_ADMIN
 static const struct genl_multicast_group sp_nl_mcgrps[] = {
-	[SP_NL_MCGRP_EVENTS] = { .name = STRIXPEER_MCGRP_EVENTS },
+	[SP_NL_MCGRP_EVENTS] = {
+		.name = STRIXPEER_MCGRP_EVENTS,
+		.flags = GENL_MCAST_CAP_SYS_ADMIN,
+	},
 };
+#define SP_NL_N_MCGRPS	ARRAY_SIZE(sp_nl_mcgrps)
+#else
+#define sp_nl_mcgrps	NULL
+#define SP_NL_N_MCGRPS	0
+#endif
 
 /* buf-get: do takes id, dump takes pid (genl_ops share one policy). */
 static const struct nla_policy strixpeer_buf_get_nl_policy[STRIXPEER_A_BUF_PID + 1] = {
@@ -48,25 +64,36 @@ static struct genl_family sp_nl_family;
 /* Serialises config-set's apply-and-announce. */
 static DEFINE_MUTEX(sp_config_lock);
 
+/* What events and dumps both show of a buffer. */
+static int sp_nl_put_buf_snap(struct sk_buff *skb, const struct sp_event_buf *eb)
+{
+	if (nla_put_u32(skb, STRIXPEER_A_BUF_ID, eb->id) ||
+	    nla_put_u32(skb, STRIXPEER_A_BUF_PID, eb->pid) ||
+	    nla_put_u64_64bit(skb, STRIXPEER_A_BUF_SIZE, eb->size,
+			      STRIXPEER_A_BUF_PAD) ||
+	    nla_put_u32(skb, STRIXPEER_A_BUF_NODE, eb->node) ||
+	    nla_put_u64_64bit(skb, STRIXPEER_A_BUF_PAGE_SIZE,
+			      eb->page_size, STRIXPEER_A_BUF_PAD) ||
+	    nla_put_u32(skb, STRIXPEER_A_BUF_CHUNKS, eb->nr_chunks) ||
+	    nla_put_u32(skb, STRIXPEER_A_BUF_MAP_COUNT, eb->map_count) ||
+	    nla_put_u8(skb, STRIXPEER_A_BUF_EXPORTED, eb->exports > 0) ||
+	    nla_put_u32(skb, STRIXPEER_A_BUF_EXPORTS, eb->exports) ||
+	    nla_put_u32(skb, STRIXPEER_A_BUF_ATTACHMENTS, eb->attachments))
+		return -EMSGSIZE;
+	return 0;
+}
+
+/*
+ * buf-get replies and dumps add "pinned", which walks the buffer's pages
+ * (sp_buf_pinned()): asked for, not pushed with every event.
+ */
 static int sp_nl_put_buf(struct sk_buff *skb, struct sp_buf *buf)
 {
-	if (nla_put_u32(skb, STRIXPEER_A_BUF_ID, buf->id) ||
-	    nla_put_u32(skb, STRIXPEER_A_BUF_PID, buf->pid) ||
-	    nla_put_u64_64bit(skb, STRIXPEER_A_BUF_SIZE, buf->size,
-			      STRIXPEER_A_BUF_PAD) ||
-	    nla_put_u32(skb, STRIXPEER_A_BUF_NODE, buf->node) ||
-	    nla_put_u64_64bit(skb, STRIXPEER_A_BUF_PAGE_SIZE,
-			      buf->page_size, STRIXPEER_A_BUF_PAD) ||
-	    nla_put_u32(skb, STRIXPEER_A_BUF_CHUNKS, buf->nr_chunks) ||
-	    nla_put_u32(skb, STRIXPEER_A_BUF_MAP_COUNT,
-			atomic_read(&buf->map_count)) ||
-	    nla_put_u8(skb, STRIXPEER_A_BUF_PINNED, sp_buf_pinned(buf)) ||
-	    nla_put_u8(skb, STRIXPEER_A_BUF_EXPORTED,
-		       atomic_read(&buf->exports) > 0) ||
-	    nla_put_u32(skb, STRIXPEER_A_BUF_EXPORTS,
-			atomic_read(&buf->exports)) ||
-	    nla_put_u32(skb, STRIXPEER_A_BUF_ATTACHMENTS,
-			atomic_read(&buf->attachments)))
+	struct sp_event_buf eb;
+
+	sp_event_buf_fill(&eb, buf);
+	if (sp_nl_put_buf_snap(skb, &eb) ||
+	    nla_put_u8(skb, STRIXPEER_A_BUF_PINNED, sp_buf_pinned(buf)))
 		return -EMSGSIZE;
 	return 0;
 }
@@ -314,7 +341,8 @@ static struct sk_buff *sp_nl_event_new(u8 cmd, void **hdr)
 {
 	struct sk_buff *msg;
 
-	if (!genl_has_listeners(&sp_nl_family, &init_net, SP_NL_MCGRP_EVENTS))
+	if (!SP_NL_N_MCGRPS ||
+	    !genl_has_listeners(&sp_nl_family, &init_net, SP_NL_MCGRP_EVENTS))
 		return NULL;
 	msg = genlmsg_new(NLMSG_DEFAULT_SIZE, GFP_KERNEL);
 	if (!msg)
@@ -362,6 +390,15 @@ static int sp_nl_config_set_doit(struct sk_buff *skb, struct genl_info *info)
 	struct nlattr *node_attr = attrs[STRIXPEER_A_CONFIG_DEFAULT_NODE];
 	int nid;
 
+	/*
+	 * Node-wide limits on pinned memory: CAP_SYS_ADMIN, not the
+	 * CAP_NET_ADMIN (GENL_ADMIN_PERM) that container runtimes hand to
+	 * network plugins and host-network pods.
+	 */
+	if (!netlink_capable(skb, CAP_SYS_ADMIN)) {
+		NL_SET_ERR_MSG(info->extack, "config-set needs CAP_SYS_ADMIN");
+		return -EPERM;
+	}
 	if (!attrs[STRIXPEER_A_CONFIG_MAX_BUF_SIZE] &&
 	    !attrs[STRIXPEER_A_CONFIG_MAX_PINNED_BYTES] && !node_attr &&
 	    !attrs[STRIXPEER_A_CONFIG_REQUIRE_HUGE]) {
@@ -421,7 +458,7 @@ static const struct genl_ops sp_nl_ops[] = {
 		.doit = sp_nl_config_set_doit,
 		.policy = strixpeer_config_set_nl_policy,
 		.maxattr = ARRAY_SIZE(strixpeer_config_set_nl_policy) - 1,
-		.flags = GENL_ADMIN_PERM,
+		/* CAP_SYS_ADMIN, checked by the handler */
 	},
 };
 
@@ -433,115 +470,51 @@ static struct genl_family sp_nl_family __ro_after_init = {
 	.ops = sp_nl_ops,
 	.n_ops = ARRAY_SIZE(sp_nl_ops),
 	.mcgrps = sp_nl_mcgrps,
-	.n_mcgrps = ARRAY_SIZE(sp_nl_mcgrps),
+	.n_mcgrps = SP_NL_N_MCGRPS,
 };
 
-/**
- * sp_nl_buf_event() - announce a buffer on the events group
- * @buf: buffer (its fields are read, nothing else)
- * @cmd: STRIXPEER_CMD_BUF_CREATED_NTF or STRIXPEER_CMD_BUF_FREED_NTF
- *
- * Context: process context, may sleep.
+/*
+ * The event sink (events.h): one message per event on the "events"
+ * group, built only when somebody listens.
  */
-void sp_nl_buf_event(struct sp_buf *buf, u8 cmd)
+static void sp_nl_event(const struct sp_event *ev)
 {
 	struct nlattr *nest;
 	struct sk_buff *msg;
 	void *hdr;
 
-	msg = sp_nl_event_new(cmd, &hdr);
+	msg = sp_nl_event_new(ev->cmd, &hdr);
 	if (!msg)
 		return;
-	nest = nla_nest_start(msg, STRIXPEER_A_EVENT_BUF);
-	if (!nest || sp_nl_put_buf(msg, buf)) {
-		nlmsg_free(msg);
-		return;
+	if (ev->has_buf) {
+		nest = nla_nest_start(msg, STRIXPEER_A_EVENT_BUF);
+		if (!nest || sp_nl_put_buf_snap(msg, &ev->buf))
+			goto err;
+		nla_nest_end(msg, nest);
 	}
-	nla_nest_end(msg, nest);
-	sp_nl_event_send(msg, hdr);
-}
-
-/**
- * sp_nl_limit_event() - announce an allocation refused by a limit
- * @limit: STRIXPEER_LIMIT_*
- * @size: bytes requested
- *
- * Context: process context (the refused caller's), may sleep.
- */
-void sp_nl_limit_event(u32 limit, u64 size)
-{
-	struct sk_buff *msg;
-	void *hdr;
-
-	msg = sp_nl_event_new(STRIXPEER_CMD_LIMIT_NTF, &hdr);
-	if (!msg)
-		return;
-	if (nla_put_u32(msg, STRIXPEER_A_EVENT_LIMIT, limit) ||
-	    nla_put_u32(msg, STRIXPEER_A_EVENT_PID, task_tgid_nr(current)) ||
-	    nla_put_u64_64bit(msg, STRIXPEER_A_EVENT_SIZE, size,
-			      STRIXPEER_A_EVENT_PAD)) {
-		nlmsg_free(msg);
-		return;
-	}
-	sp_nl_event_send(msg, hdr);
-}
-
-/**
- * sp_nl_peer_event() - announce what the PeerDirect client did
- * @imp: the import concerned (its fields are read)
- * @what: STRIXPEER_PEER_*
- * @size: bytes of the registration
- * @reason: STRIXPEER_INVAL_* for an invalidation, else 0
- *
- * Context: process context, may sleep (also from move_notify).
- */
-void sp_nl_peer_event(const struct sp_import *imp, u32 what, u64 size,
-		      u32 reason)
-{
-	struct sk_buff *msg;
-	void *hdr;
-
-	msg = sp_nl_event_new(STRIXPEER_CMD_PEER_NTF, &hdr);
-	if (!msg)
-		return;
-	if (nla_put_u32(msg, STRIXPEER_A_EVENT_PEER, what) ||
-	    nla_put_u32(msg, STRIXPEER_A_EVENT_IMPORT, imp->id) ||
-	    nla_put_u32(msg, STRIXPEER_A_EVENT_PID, imp->pid) ||
-	    nla_put_u64_64bit(msg, STRIXPEER_A_EVENT_SIZE, size,
-			      STRIXPEER_A_EVENT_PAD) ||
-	    (reason && nla_put_u32(msg, STRIXPEER_A_EVENT_REASON, reason))) {
-		nlmsg_free(msg);
-		return;
-	}
-	sp_nl_event_send(msg, hdr);
-}
-
-/**
- * sp_nl_export_event() - announce what happened to a buffer's dma-buf
- * @buf: the buffer (its fields are read)
- * @what: STRIXPEER_EXPORT_*
- * @dev: the importer's device for ATTACH/DETACH, else NULL
- *
- * Context: process context, may sleep (the dma-buf callbacks run there).
- */
-void sp_nl_export_event(struct sp_buf *buf, u32 what, struct device *dev)
-{
-	struct nlattr *nest;
-	struct sk_buff *msg;
-	void *hdr;
-
-	msg = sp_nl_event_new(STRIXPEER_CMD_EXPORT_NTF, &hdr);
-	if (!msg)
-		return;
-	nest = nla_nest_start(msg, STRIXPEER_A_EVENT_BUF);
-	if (!nest || sp_nl_put_buf(msg, buf))
+	if ((ev->pid && nla_put_u32(msg, STRIXPEER_A_EVENT_PID, ev->pid)) ||
+	    (ev->size && nla_put_u64_64bit(msg, STRIXPEER_A_EVENT_SIZE,
+					   ev->size, STRIXPEER_A_EVENT_PAD)))
 		goto err;
-	nla_nest_end(msg, nest);
-	if (nla_put_u32(msg, STRIXPEER_A_EVENT_EXPORT, what) ||
-	    nla_put_u32(msg, STRIXPEER_A_EVENT_PID, task_tgid_nr(current)) ||
-	    (dev && nla_put_string(msg, STRIXPEER_A_EVENT_DEVICE,
-				   dev_name(dev))))
-		goto err;
+	switch (ev->cmd) {
+	case STRIXPEER_CMD_LIMIT_NTF:
+		if (nla_put_u32(msg, STRIXPEER_A_EVENT_LIMIT, ev->limit))
+			goto err;
+		break;
+	case STRIXPEER_CMD_PEER_NTF:
+		if (nla_put_u32(msg, STRIXPEER_A_EVENT_PEER, ev->peer) ||
+		    nla_put_u32(msg, STRIXPEER_A_EVENT_IMPORT, ev->import_id) ||
+		    (ev->reason &&
+		     nla_put_u32(msg, STRIXPEER_A_EVENT_REASON, ev->reason)))
+			goto err;
+		break;
+	case STRIXPEER_CMD_EXPORT_NTF:
+		if (nla_put_u32(msg, STRIXPEER_A_EVENT_EXPORT, ev->export) ||
+		    (ev->device && nla_put_string(msg, STRIXPEER_A_EVENT_DEVICE,
+						  ev->device)))
+			goto err;
+		break;
+	}
 	sp_nl_event_send(msg, hdr);
 	return;
 err:
@@ -555,7 +528,11 @@ err:
  */
 int sp_nl_init(void)
 {
-	return genl_register_family(&sp_nl_family);
+	int ret = genl_register_family(&sp_nl_family);
+
+	if (!ret)
+		sp_events_set_sink(sp_nl_event);
+	return ret;
 }
 
 /**
@@ -563,5 +540,6 @@ int sp_nl_init(void)
  */
 void sp_nl_exit(void)
 {
+	sp_events_set_sink(NULL);
 	genl_unregister_family(&sp_nl_family);
 }

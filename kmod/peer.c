@@ -384,7 +384,7 @@ static void sp_peer_ctx_invalidate(struct sp_peer_ctx *ctx,
 		/* Returns once the HCA no longer uses the registration. */
 		sp_peer_core_invalidate(sp_peer_handle, core_ctx);
 		atomic64_inc(&sp_stats.peer_invalidations);
-		sp_nl_peer_event(imp, STRIXPEER_PEER_INVALIDATE, ctx->map_len,
+		sp_event_peer(imp, STRIXPEER_PEER_INVALIDATE, ctx->map_len,
 				 reason);
 	}
 	/* Whatever the core left (PEER_MEM_INVALIDATE_UNMAPS) is ours. */
@@ -458,7 +458,7 @@ static int sp_peer_acquire(unsigned long addr, size_t size,
 
 	atomic64_inc(&sp_stats.peer_claims);
 	atomic64_inc(&sp_stats.peer_registrations);
-	sp_nl_peer_event(imp, STRIXPEER_PEER_CLAIM, ctx->map_len, 0);
+	sp_event_peer(imp, STRIXPEER_PEER_CLAIM, ctx->map_len, 0);
 	*client_context = ctx;
 	return 1;
 
@@ -605,7 +605,7 @@ static int sp_peer_dma_map(struct sg_table *sg_head, void *client_context,
 	mutex_unlock(&ctx->lock);
 
 	atomic64_inc(&sp_stats.peer_maps);
-	sp_nl_peer_event(ctx->imp, STRIXPEER_PEER_MAP, ctx->map_len, 0);
+	sp_event_peer(ctx->imp, STRIXPEER_PEER_MAP, ctx->map_len, 0);
 	return 0;
 
 put:

@@ -22,6 +22,7 @@
 #include <uapi/strixpeer.h>
 
 #include "compat.h"
+#include "events.h"
 
 /* 2 MiB on x86-64 and arm64 with 4 KiB pages. */
 #define SP_HUGE_ORDER		(PMD_SHIFT - PAGE_SHIFT)
@@ -233,10 +234,5 @@ void sp_peer_exit(void);
 /* Generic netlink control plane (netlink.c). */
 int sp_nl_init(void);
 void sp_nl_exit(void);
-void sp_nl_buf_event(struct sp_buf *buf, u8 cmd);
-void sp_nl_limit_event(u32 limit, u64 size);
-void sp_nl_peer_event(const struct sp_import *imp, u32 what, u64 size,
-		      u32 reason);
-void sp_nl_export_event(struct sp_buf *buf, u32 what, struct device *dev);
 
 #endif /* _STRIXPEER_INTERNAL_H */

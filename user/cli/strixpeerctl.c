@@ -54,7 +54,7 @@ static const struct {
 	{ "stats", "strixpeerctl [-j] stats\n"
 		   "strixpeerctl stats -f prometheus\n" },
 	{ "config", "strixpeerctl [-j] config show\n"
-		    "strixpeerctl config set KEY VALUE      (needs CAP_NET_ADMIN)\n"
+		    "strixpeerctl config set KEY VALUE      (needs CAP_SYS_ADMIN)\n"
 		    "\n"
 		    "keys (exact, or a unique prefix):\n"
 		    "  max_buf_size BYTES       largest buffer\n"
@@ -779,7 +779,7 @@ static int cmd_config_set(int argc, char **argv)
 
 static const struct cmd config_cmds[] = {
 	{ "show", cmd_config_show, "current configuration" },
-	{ "set", cmd_config_set, "KEY VALUE (needs CAP_NET_ADMIN)" },
+	{ "set", cmd_config_set, "KEY VALUE (needs CAP_SYS_ADMIN)" },
 	{ NULL, NULL, NULL },
 };
 
@@ -969,7 +969,7 @@ static const struct cmd top_cmds[] = {
 	{ "buf", cmd_buf, "show [pid N]: the node's buffers" },
 	{ "stats", cmd_stats, "[-f prometheus]: counters" },
 	{ "config", cmd_config, "show | set KEY VALUE" },
-	{ "monitor", cmd_monitor, "print events as they happen" },
+	{ "monitor", cmd_monitor, "print events as they happen (needs CAP_SYS_ADMIN)" },
 	{ "doctor", cmd_doctor, "what is wrong with this RDMA node [--rdma-test]" },
 	{ "bench", cmd_bench_json, "[HOST] [--serve]: speed vs malloc, THP, hugetlb (--help)" },
 	{ "help", cmd_help, "this text" },

@@ -173,7 +173,7 @@ static int sp_transact(struct sp_ctl *ctl, struct nl_msg *msg, struct sp_req *r,
 										  r->bad_off))));
 		nlmsg_free(msg);
 		if (err == EPERM)
-			return sp_fail(err, "%s: not permitted (needs CAP_NET_ADMIN)", what);
+			return sp_fail(err, "%s: not permitted (needs CAP_SYS_ADMIN)", what);
 		if (r->ext[0])
 			return sp_fail(err, "%s: %s%s", what, r->ext, attr);
 		return sp_fail(err, "%s: %s", what, strerror(err));
@@ -609,10 +609,12 @@ int sp_ctl_monitor_ex(struct sp_ctl *ctl, unsigned int flags,
 
 	grp = genl_ctrl_resolve_grp(ctl->sk, STRIXPEER_GENL_NAME, STRIXPEER_MCGRP_EVENTS);
 	if (grp < 0)
-		return sp_fail(ENOENT, "no \"%s\" multicast group: module too old?",
+		return sp_fail(ENOENT, "no \"%s\" multicast group: module too old, or built for a kernel that cannot restrict who joins it (before 6.7 without the stable backport)",
 			       STRIXPEER_MCGRP_EVENTS);
 	nl_socket_disable_seq_check(ctl->sk);
 	ret = nl_socket_add_membership(ctl->sk, grp);
+	if (ret == -NLE_PERM)
+		return sp_fail(EPERM, "events: not permitted (needs CAP_SYS_ADMIN: events show every user's buffers)");
 	if (ret < 0)
 		return sp_fail(EIO, "joining the events group: %s", nl_geterror(ret));
 	nl_socket_modify_cb(ctl->sk, NL_CB_VALID, NL_CB_CUSTOM, sp_on_event, &m);
