@@ -38,6 +38,7 @@
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/user.h>
 #include <linux/slab.h>
 
 #include <uapi/strixpeer.h>
@@ -49,45 +50,85 @@ static DEFINE_XARRAY_ALLOC1(sp_all_bufs);
 static u32 sp_next_id;
 
 /*
- * Reserve @bytes of the node-wide max_pinned_bytes (0: unlimited). The
- * reservation is pinned_bytes itself, taken before the pages are, so
- * concurrent allocations cannot overshoot the limit together.
+ * Bytes of live buffers plus allocations in flight: what the node-wide
+ * max_pinned_bytes bounds. sp_stats.pinned_bytes counts live buffers only.
+ */
+static atomic64_t sp_reserved;
+
+/*
+ * Reserve @bytes of the node-wide max_pinned_bytes (0: unlimited) before
+ * any page is taken, so concurrent allocations cannot overshoot the limit
+ * together.
  */
 static int sp_reserve(u64 bytes)
 {
 	u64 max = READ_ONCE(sp_max_pinned_bytes);
+	s64 now = atomic64_add_return(bytes, &sp_reserved);
+
+	if (max && (u64)now > max) {
+		atomic64_sub(bytes, &sp_reserved);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+/* A buffer of @bytes now exists: count it, and the peak. */
+static void sp_account_live(u64 bytes)
+{
 	s64 now = atomic64_add_return(bytes, &sp_stats.pinned_bytes);
 	s64 peak = atomic64_read(&sp_stats.peak_pinned_bytes);
 
-	if (max && (u64)now > max) {
-		atomic64_sub(bytes, &sp_stats.pinned_bytes);
-		return -ENOSPC;
-	}
 	while (now > peak &&
 	       !atomic64_try_cmpxchg(&sp_stats.peak_pinned_bytes, &peak, now))
 		;
-	return 0;
 }
 
 /*
- * Charge @npages to @mm's pinned_vm the way ib_umem does: the caller's
- * RLIMIT_MEMLOCK applies unless it has CAP_IPC_LOCK.
+ * Charge @buf's pages the way io_uring charges its rings (the model is
+ * documented in include/uapi/strixpeer.h and the README):
+ *
+ * - to the calling user's locked_vm (struct user_struct: every process of
+ *   the uid, shared with io_uring, perf and XDP), against the caller's
+ *   RLIMIT_MEMLOCK, unless the caller has CAP_IPC_LOCK. The charge
+ *   belongs to the buffer and stays until the buffer is freed, whoever
+ *   holds it by then - a child after fork, an image after execve, the
+ *   receiver of an fd - so none of those lets a user pin past the limit;
+ * - to the calling mm's pinned_vm, which VmPin shows (not checked here:
+ *   ib_umem checks it when the memory is registered).
+ *
+ * The pages and the module's objects are also charged to the caller's
+ * memory cgroup (__GFP_ACCOUNT), see sp_alloc_chunk().
  */
-static int sp_charge(struct mm_struct *mm, unsigned long npages)
+static int sp_charge(struct sp_buf *buf)
 {
-	u64 limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
-	s64 pinned = atomic64_add_return(npages, &mm->pinned_vm);
+	unsigned long npages = buf->nr_pages;
 
-	if ((u64)pinned > limit && !capable(CAP_IPC_LOCK)) {
-		atomic64_sub(npages, &mm->pinned_vm);
-		return -EDQUOT;
+	if (!capable(CAP_IPC_LOCK)) {
+		struct user_struct *user = current_user();
+		unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+		unsigned long cur = atomic_long_read(&user->locked_vm), new;
+
+		do {
+			new = cur + npages;
+			if (new > limit || new < cur)
+				return -EDQUOT;
+		} while (!atomic_long_try_cmpxchg(&user->locked_vm, &cur, new));
+		buf->user = get_uid(user);
 	}
+	buf->charged_mm = current->mm;
+	mmgrab(buf->charged_mm);
+	atomic64_add(npages, &buf->charged_mm->pinned_vm);
 	return 0;
 }
 
-static void sp_uncharge(struct mm_struct *mm, unsigned long npages)
+static void sp_uncharge(struct sp_buf *buf)
 {
-	atomic64_sub(npages, &mm->pinned_vm);
+	if (buf->user) {
+		atomic_long_sub(buf->nr_pages, &buf->user->locked_vm);
+		free_uid(buf->user);
+	}
+	atomic64_sub(buf->nr_pages, &buf->charged_mm->pinned_vm);
+	mmdrop(buf->charged_mm);
 }
 
 /* Keep a chunk of this order as one compound folio (PMD path only). */
@@ -99,7 +140,9 @@ static bool sp_keep_folio(unsigned int order)
 static struct page *sp_alloc_chunk(int node, unsigned int order,
 				   bool huge_only)
 {
-	gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_NOWARN | __GFP_THISNODE;
+	/* __GFP_ACCOUNT: the caller's memory cgroup pays for the pages. */
+	gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_NOWARN | __GFP_THISNODE |
+		    __GFP_ACCOUNT;
 
 	if (sp_keep_folio(order))
 		gfp |= __GFP_COMP;
@@ -162,10 +205,12 @@ static void sp_count_failure(int err, u64 size)
  * for the rest, so 2 MiB pages always sit at 2 MiB-aligned offsets of the
  * buffer (the fault handler relies on that).
  *
- * The bytes count against the node-wide max_pinned_bytes (-ENOSPC) and
- * the pages are charged to current->mm's pinned_vm (-EDQUOT). A fatal
- * signal aborts a long allocation with -EINTR; every failure gives back
- * all and is counted and announced as a limit event.
+ * The bytes count against the node-wide max_pinned_bytes (-ENOSPC), then
+ * against the user's RLIMIT_MEMLOCK (-EDQUOT, see sp_charge()), both
+ * before any memory is allocated; the pages and the buffer's own memory
+ * are charged to the caller's memory cgroup (-ENOMEM at its limit). A
+ * fatal signal aborts a long allocation with -EINTR; every failure gives
+ * back all and is counted and announced as a limit event.
  *
  * Context: process context, may sleep.
  * Return: the buffer with one reference held, or an ERR_PTR().
@@ -182,7 +227,7 @@ struct sp_buf *sp_buf_create(u64 size, int node, bool huge_only)
 	if (ret)
 		goto out_count;
 
-	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
+	buf = kzalloc(sizeof(*buf), GFP_KERNEL_ACCOUNT);
 	if (!buf) {
 		ret = -ENOMEM;
 		goto out_unreserve;
@@ -195,18 +240,16 @@ struct sp_buf *sp_buf_create(u64 size, int node, bool huge_only)
 	buf->pid = task_tgid_nr(current);
 	buf->uid = current_uid();
 
+	ret = sp_charge(buf);
+	if (ret)
+		goto out_free_buf;
+
 	buf->pages = kvmalloc_array(nr_pages, sizeof(*buf->pages),
-				    GFP_KERNEL | __GFP_NOWARN);
+				    GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!buf->pages) {
 		ret = -ENOMEM;
-		goto out_free_buf;
+		goto out_uncharge;
 	}
-
-	ret = sp_charge(current->mm, nr_pages);
-	if (ret)
-		goto out_free_array;
-	buf->charged_mm = current->mm;
-	mmgrab(buf->charged_mm);
 
 	while (i < nr_pages) {
 		struct page *page;
@@ -249,24 +292,24 @@ struct sp_buf *sp_buf_create(u64 size, int node, bool huge_only)
 	buf->page_size = buf->min_order >= SP_HUGE_ORDER ? PMD_SIZE : PAGE_SIZE;
 
 	ret = xa_alloc_cyclic(&sp_all_bufs, &buf->id, buf, xa_limit_31b,
-			      &sp_next_id, GFP_KERNEL);
+			      &sp_next_id, GFP_KERNEL_ACCOUNT);
 	if (ret < 0)
 		goto out_put_pages;
 
+	sp_account_live(size);
 	atomic64_inc(&sp_stats.buffers);
 	atomic64_inc(&sp_stats.allocs);
 	return buf;
 
 out_put_pages:
 	sp_put_pages(buf->pages, i);
-	sp_uncharge(buf->charged_mm, nr_pages);
-	mmdrop(buf->charged_mm);
-out_free_array:
 	kvfree(buf->pages);
+out_uncharge:
+	sp_uncharge(buf);
 out_free_buf:
 	kfree(buf);
 out_unreserve:
-	atomic64_sub(size, &sp_stats.pinned_bytes);
+	atomic64_sub(size, &sp_reserved);
 out_count:
 	sp_count_failure(ret, size);
 	return ERR_PTR(ret);
@@ -331,9 +374,9 @@ static void sp_buf_release(struct kref *ref)
 	 * the last unpin; only our own reference goes here.
 	 */
 	sp_put_pages(buf->pages, buf->nr_pages);
-	sp_uncharge(buf->charged_mm, buf->nr_pages);
-	mmdrop(buf->charged_mm);
+	sp_uncharge(buf);
 	atomic64_sub(buf->size, &sp_stats.pinned_bytes);
+	atomic64_sub(buf->size, &sp_reserved);
 	atomic64_dec(&sp_stats.buffers);
 	atomic64_inc(&sp_stats.frees);
 	kvfree(buf->pages);

@@ -266,7 +266,7 @@ struct dma_buf *sp_export_create(struct sp_buf *buf, u32 flags)
 	struct sp_export *exp;
 	struct dma_buf *dmabuf;
 
-	exp = kzalloc(sizeof(*exp), GFP_KERNEL);
+	exp = kzalloc(sizeof(*exp), GFP_KERNEL_ACCOUNT);
 	if (!exp)
 		return ERR_PTR(-ENOMEM);
 	mutex_init(&exp->lock);

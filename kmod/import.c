@@ -65,6 +65,55 @@ module_param_named(claim_gem_mappings, sp_claim_gem_mappings, bool, 0644);
 MODULE_PARM_DESC(claim_gem_mappings,
 		 "Claim registrations of amdgpu/vgem GEM mappings that were not imported (default Y)");
 
+unsigned int sp_max_imports = 65536;
+module_param_named(max_imports, sp_max_imports, uint, 0644);
+MODULE_PARM_DESC(max_imports,
+		 "Most IMPORT handles one user may hold at once, all processes together (default 65536; 0: none)");
+
+/*
+ * Live IMPORT handles per user (uid in the initial namespace -> count, as
+ * an xarray value entry), so that no user can grow the import tree - and
+ * the search every PeerDirect registration makes in it - without bound.
+ */
+static DEFINE_MUTEX(sp_user_imports_lock);
+static DEFINE_XARRAY(sp_user_imports);
+
+/* Count one more import of @uid; -EMFILE at max_imports. */
+static int sp_user_imports_inc(kuid_t uid)
+{
+	unsigned long idx = from_kuid(&init_user_ns, uid);
+	unsigned long n;
+	int ret;
+
+	mutex_lock(&sp_user_imports_lock);
+	n = xa_to_value(xa_load(&sp_user_imports, idx) ?: xa_mk_value(0));
+	if (n >= READ_ONCE(sp_max_imports)) {
+		ret = -EMFILE;
+	} else {
+		ret = xa_err(xa_store(&sp_user_imports, idx, xa_mk_value(n + 1),
+				      GFP_KERNEL_ACCOUNT));
+	}
+	mutex_unlock(&sp_user_imports_lock);
+	return ret;
+}
+
+static void sp_user_imports_dec(kuid_t uid)
+{
+	unsigned long idx = from_kuid(&init_user_ns, uid);
+	unsigned long n;
+
+	mutex_lock(&sp_user_imports_lock);
+	n = xa_to_value(xa_load(&sp_user_imports, idx) ?: xa_mk_value(0));
+	if (!WARN_ON(!n)) {
+		if (n == 1)
+			xa_erase(&sp_user_imports, idx);
+		else	/* replaces an entry: allocates nothing */
+			xa_store(&sp_user_imports, idx, xa_mk_value(n - 1),
+				 GFP_KERNEL);
+	}
+	mutex_unlock(&sp_user_imports_lock);
+}
+
 static DEFINE_MUTEX(sp_imports_lock);
 static struct rb_root_cached sp_import_tree = RB_ROOT_CACHED;
 static DEFINE_XARRAY_ALLOC1(sp_import_ids);
@@ -178,7 +227,7 @@ static struct sp_import *sp_import_new(struct mm_struct *mm,
 	struct sp_import *imp;
 	int ret;
 
-	imp = kzalloc(sizeof(*imp), GFP_KERNEL);
+	imp = kzalloc(sizeof(*imp), GFP_KERNEL_ACCOUNT);
 	if (!imp)
 		return ERR_PTR(-ENOMEM);
 	kref_init(&imp->ref);
@@ -197,7 +246,7 @@ static struct sp_import *sp_import_new(struct mm_struct *mm,
 	imp->it.last = va + length - 1;
 
 	ret = xa_alloc_cyclic(&sp_import_ids, &imp->id, imp, xa_limit_31b,
-			      &sp_import_next_id, GFP_KERNEL);
+			      &sp_import_next_id, GFP_KERNEL_ACCOUNT);
 	if (ret < 0)
 		goto err;
 	ret = mmu_interval_notifier_insert(&imp->notifier, mm, va, length,
@@ -272,9 +321,27 @@ static bool sp_import_overlaps(struct mm_struct *mm, unsigned long start,
 	return false;
 }
 
+/**
+ * sp_import_create() - the IMPORT ioctl
+ * @f: the file
+ * @fd: dma-buf fd
+ * @offset: byte offset into the dma-buf of @va
+ * @length: bytes
+ * @va: start of the range in the caller's address space
+ * @handle: out: the new handle
+ * @id: out: the import's node-wide id
+ * @held: out: the import, with a reference of the caller's (drop it with
+ *	sp_import_put() once the result was copied out, or pass it to
+ *	sp_import_destroy() to undo)
+ *
+ * Context: process context, the caller's mm is @f's.
+ * Return: 0 or a negative errno (see include/uapi/strixpeer.h).
+ */
 int sp_import_create(struct sp_file *f, int fd, u64 offset, u64 length,
-		     unsigned long va, u32 *handle, u32 *id)
+		     unsigned long va, u32 *handle, u32 *id,
+		     struct sp_import **held)
 {
+	kuid_t uid = current_uid();
 	struct dma_buf *dmabuf;
 	struct sp_import *imp;
 	int ret;
@@ -290,16 +357,28 @@ int sp_import_create(struct sp_file *f, int fd, u64 offset, u64 length,
 		return -ERANGE;
 	}
 
+	ret = sp_user_imports_inc(uid);
+	if (ret) {
+		dma_buf_put(dmabuf);
+		pr_info_ratelimited("strixpeer: %s[%d]: import refused: uid %u holds max_imports (%u) imports\n",
+				    current->comm, task_pid_nr(current),
+				    from_kuid(&init_user_ns, uid),
+				    READ_ONCE(sp_max_imports));
+		return ret;
+	}
 	imp = sp_import_new(f->mm, dmabuf, offset, length, va, false);
 	if (IS_ERR(imp)) {
+		sp_user_imports_dec(uid);
 		dma_buf_put(dmabuf);
 		return PTR_ERR(imp);
 	}
+	imp->uid = uid;
 
 	mutex_lock(&sp_imports_lock);
 	if (sp_import_overlaps(f->mm, imp->it.start, imp->it.last)) {
 		mutex_unlock(&sp_imports_lock);
 		sp_import_discard(imp);
+		sp_user_imports_dec(uid);
 		return -EEXIST;
 	}
 	/*
@@ -317,27 +396,42 @@ int sp_import_create(struct sp_file *f, int fd, u64 offset, u64 length,
 	mutex_unlock(&sp_imports_lock);
 
 	/*
-	 * The handle's reference is the creation reference. Once the handle
-	 * is published another thread may UNIMPORT it: imp is not touched
-	 * after that.
+	 * The handle's reference is the creation reference; the caller gets
+	 * one of its own. Once the handle is published another thread may
+	 * UNIMPORT it: imp is only compared with, not used, after that.
 	 */
 	*id = imp->id;
+	kref_get(&imp->ref);
 	ret = xa_alloc(&f->imports, handle, imp, XA_LIMIT(1, U32_MAX),
-		       GFP_KERNEL);
+		       GFP_KERNEL_ACCOUNT);
 	if (ret) {
+		sp_import_put(imp);
 		sp_import_finish(imp, STRIXPEER_INVAL_UNIMPORT);
+		sp_user_imports_dec(uid);
 		return ret == -EBUSY ? -EMFILE : ret;
 	}
+	*held = imp;
 	return 0;
 }
 
-int sp_import_destroy(struct sp_file *f, u32 handle,
+/*
+ * End the import behind @handle - only if it is @expect, when given (the
+ * undo of an IMPORT whose result could not be copied out must not end an
+ * import another thread got the same handle for meanwhile).
+ */
+int sp_import_destroy(struct sp_file *f, u32 handle, struct sp_import *expect,
 		      enum strixpeer_inval_reason reason)
 {
-	struct sp_import *imp = xa_erase(&f->imports, handle);
+	struct sp_import *imp;
 
+	if (expect)
+		imp = xa_cmpxchg(&f->imports, handle, expect, NULL, 0) == expect ?
+		      expect : NULL;
+	else
+		imp = xa_erase(&f->imports, handle);
 	if (!imp)
 		return -ENOENT;
+	sp_user_imports_dec(imp->uid);
 	sp_import_finish(imp, reason);
 	return 0;
 }
@@ -375,7 +469,7 @@ void sp_import_release_all(struct sp_file *f)
 	unsigned long idx;
 
 	xa_for_each(&f->imports, idx, imp)
-		sp_import_destroy(f, idx, STRIXPEER_INVAL_CLOSE);
+		sp_import_destroy(f, idx, NULL, STRIXPEER_INVAL_CLOSE);
 	xa_destroy(&f->imports);
 }
 

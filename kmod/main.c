@@ -14,6 +14,7 @@
 #include <linux/miscdevice.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/nospec.h>
 #include <linux/nodemask.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -100,9 +101,26 @@ static int sp_ioctl_version(struct sp_file *f, void *data)
 	return 0;
 }
 
+/*
+ * BUF_ALLOC and IMPORT keep a reference on what they made until their
+ * result was copied out (commit drops it) or could not be (undo ends the
+ * handle - only if it still names that object: another thread may have
+ * freed it and got the same handle for something new meanwhile).
+ */
+struct sp_alloc_req {
+	struct strixpeer_buf_alloc u;	/* first: what is copied in and out */
+	struct sp_buf *buf;
+};
+
+struct sp_import_req {
+	struct strixpeer_import u;	/* first: what is copied in and out */
+	struct sp_import *imp;
+};
+
 static int sp_ioctl_buf_alloc(struct sp_file *f, void *data)
 {
-	struct strixpeer_buf_alloc *a = data;
+	struct sp_alloc_req *req = data;
+	struct strixpeer_buf_alloc *a = &req->u;
 	unsigned long max = READ_ONCE(sp_max_buf_size);
 	struct sp_buf *buf;
 	bool huge_only;
@@ -138,32 +156,39 @@ static int sp_ioctl_buf_alloc(struct sp_file *f, void *data)
 
 	/*
 	 * Once in the xarray, another thread may free the handle at once:
-	 * hold our own reference until we are done with the buffer.
+	 * the creation reference stays ours (req->buf) until commit or undo.
 	 */
 	kref_get(&buf->ref);
 	ret = xa_alloc(&f->bufs, &id, buf, XA_LIMIT(1, SP_MAX_HANDLE),
-		       GFP_KERNEL);
+		       GFP_KERNEL_ACCOUNT);
 	if (ret) {
 		sp_buf_put(buf);
 		sp_buf_put(buf);
 		return ret == -EBUSY ? -EMFILE : ret;
 	}
 	sp_event_buf(buf, STRIXPEER_CMD_BUF_CREATED_NTF);
-	sp_buf_put(buf);
+	req->buf = buf;
 	a->size = size;
 	a->handle = id;
 	a->mmap_offset = (u64)id << SP_COOKIE_SHIFT;
 	return 0;
 }
 
+static void sp_ioctl_buf_alloc_commit(struct sp_file *f, void *data)
+{
+	struct sp_alloc_req *req = data;
+
+	sp_buf_put(req->buf);
+}
+
 /* Undo a BUF_ALLOC whose result could not be copied back to user space. */
 static void sp_ioctl_buf_alloc_undo(struct sp_file *f, void *data)
 {
-	struct strixpeer_buf_alloc *a = data;
-	struct sp_buf *buf = xa_erase(&f->bufs, a->handle);
+	struct sp_alloc_req *req = data;
 
-	if (buf)
-		sp_buf_put(buf);
+	if (xa_cmpxchg(&f->bufs, req->u.handle, req->buf, NULL, 0) == req->buf)
+		sp_buf_put(req->buf);	/* the handle's reference */
+	sp_buf_put(req->buf);
 }
 
 static int sp_ioctl_buf_free(struct sp_file *f, void *data)
@@ -258,20 +283,29 @@ static void sp_ioctl_buf_export_undo(struct sp_file *f, void *data)
 
 static int sp_ioctl_import(struct sp_file *f, void *data)
 {
-	struct strixpeer_import *imp = data;
+	struct sp_import_req *req = data;
+	struct strixpeer_import *imp = &req->u;
 
 	if (imp->flags)
 		return -EINVAL;
 	return sp_import_create(f, imp->dmabuf_fd, imp->offset, imp->length,
-				imp->va, &imp->handle, &imp->id);
+				imp->va, &imp->handle, &imp->id, &req->imp);
+}
+
+static void sp_ioctl_import_commit(struct sp_file *f, void *data)
+{
+	struct sp_import_req *req = data;
+
+	sp_import_put(req->imp);
 }
 
 /* Undo an IMPORT whose result could not be copied back to user space. */
 static void sp_ioctl_import_undo(struct sp_file *f, void *data)
 {
-	struct strixpeer_import *imp = data;
+	struct sp_import_req *req = data;
 
-	sp_import_destroy(f, imp->handle, STRIXPEER_INVAL_UNIMPORT);
+	sp_import_destroy(f, req->u.handle, req->imp, STRIXPEER_INVAL_UNIMPORT);
+	sp_import_put(req->imp);
 }
 
 static int sp_ioctl_unimport(struct sp_file *f, void *data)
@@ -280,7 +314,7 @@ static int sp_ioctl_unimport(struct sp_file *f, void *data)
 
 	if (u->flags)
 		return -EINVAL;
-	return sp_import_destroy(f, u->handle, STRIXPEER_INVAL_UNIMPORT);
+	return sp_import_destroy(f, u->handle, NULL, STRIXPEER_INVAL_UNIMPORT);
 }
 
 static int sp_ioctl_import_info(struct sp_file *f, void *data)
@@ -308,40 +342,41 @@ struct sp_ioctl_desc {
 	void (*commit)(struct sp_file *f, void *data);
 };
 
-#define SP_IOCTL(_cmd, _type, _fn, _undo)				\
+#define SP_IOCTL(_cmd, _type, _fn)					\
 	[_IOC_NR(_cmd)] = { .cmd = _cmd, .min_size = sizeof(_type),	\
-			    .fn = _fn, .undo = _undo }
+			    .fn = _fn }
+#define SP_IOCTL_UNDO(_cmd, _type, _fn, _undo, _commit)			\
+	[_IOC_NR(_cmd)] = { .cmd = _cmd, .min_size = sizeof(_type),	\
+			    .fn = _fn, .undo = _undo, .commit = _commit }
 
 static const struct sp_ioctl_desc sp_ioctls[] = {
 	SP_IOCTL(STRIXPEER_IOC_VERSION, struct strixpeer_version,
-		 sp_ioctl_version, NULL),
-	SP_IOCTL(STRIXPEER_IOC_BUF_ALLOC, struct strixpeer_buf_alloc,
-		 sp_ioctl_buf_alloc, sp_ioctl_buf_alloc_undo),
+		 sp_ioctl_version),
+	SP_IOCTL_UNDO(STRIXPEER_IOC_BUF_ALLOC, struct strixpeer_buf_alloc,
+		      sp_ioctl_buf_alloc, sp_ioctl_buf_alloc_undo,
+		      sp_ioctl_buf_alloc_commit),
 	SP_IOCTL(STRIXPEER_IOC_BUF_FREE, struct strixpeer_buf_free,
-		 sp_ioctl_buf_free, NULL),
+		 sp_ioctl_buf_free),
 	SP_IOCTL(STRIXPEER_IOC_BUF_INFO, struct strixpeer_buf_info,
-		 sp_ioctl_buf_info, NULL),
-	SP_IOCTL(STRIXPEER_IOC_IMPORT, struct strixpeer_import,
-		 sp_ioctl_import, sp_ioctl_import_undo),
+		 sp_ioctl_buf_info),
+	SP_IOCTL_UNDO(STRIXPEER_IOC_IMPORT, struct strixpeer_import,
+		      sp_ioctl_import, sp_ioctl_import_undo,
+		      sp_ioctl_import_commit),
 	SP_IOCTL(STRIXPEER_IOC_UNIMPORT, struct strixpeer_unimport,
-		 sp_ioctl_unimport, NULL),
+		 sp_ioctl_unimport),
 	SP_IOCTL(STRIXPEER_IOC_IMPORT_INFO, struct strixpeer_import_info,
-		 sp_ioctl_import_info, NULL),
-	[_IOC_NR(STRIXPEER_IOC_BUF_EXPORT)] = {
-		.cmd = STRIXPEER_IOC_BUF_EXPORT,
-		.min_size = sizeof(struct strixpeer_buf_export),
-		.fn = sp_ioctl_buf_export,
-		.undo = sp_ioctl_buf_export_undo,
-		.commit = sp_ioctl_buf_export_commit,
-	},
+		 sp_ioctl_import_info),
+	SP_IOCTL_UNDO(STRIXPEER_IOC_BUF_EXPORT, struct strixpeer_buf_export,
+		      sp_ioctl_buf_export, sp_ioctl_buf_export_undo,
+		      sp_ioctl_buf_export_commit),
 };
 
 union sp_ioctl_data {
 	struct strixpeer_version version;
-	struct strixpeer_buf_alloc alloc;
+	struct sp_alloc_req alloc;
 	struct strixpeer_buf_free free;
 	struct strixpeer_buf_info info;
-	struct strixpeer_import import;
+	struct sp_import_req import;
 	struct strixpeer_unimport unimport;
 	struct strixpeer_import_info import_info;
 	struct sp_export_req export;
@@ -354,28 +389,34 @@ static long sp_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	unsigned int usize = _IOC_SIZE(cmd);
 	const struct sp_ioctl_desc *desc;
 	union sp_ioctl_data data;
+	unsigned int nr = _IOC_NR(cmd);
 	unsigned int ksize;
 	int ret;
 
-	if (_IOC_TYPE(cmd) != STRIXPEER_IOC_MAGIC ||
-	    _IOC_NR(cmd) >= ARRAY_SIZE(sp_ioctls))
+	if (_IOC_TYPE(cmd) != STRIXPEER_IOC_MAGIC || nr >= ARRAY_SIZE(sp_ioctls))
 		return -ENOTTY;
-	desc = &sp_ioctls[_IOC_NR(cmd)];
+	desc = &sp_ioctls[array_index_nospec(nr, ARRAY_SIZE(sp_ioctls))];
 	if (!desc->fn || _IOC_DIR(cmd) != _IOC_DIR(desc->cmd))
 		return -ENOTTY;
+	/* Ownership before anything about the arguments. */
 	if (f->mm != current->mm)
 		return -EACCES;
 	if (usize < desc->min_size)
 		return -EINVAL;
 
 	ksize = _IOC_SIZE(desc->cmd);
-	BUILD_BUG_ON(sizeof(data) > 64);
+	BUILD_BUG_ON(sizeof(data) > 80);
 	memset(&data, 0, sizeof(data));
 	if (_IOC_DIR(cmd) & _IOC_WRITE) {
 		/* Zero-fills a smaller struct; -E2BIG on a non-zero newer tail. */
 		ret = copy_struct_from_user(&data, ksize, uarg, usize);
 		if (ret)
 			return ret;
+	} else if (usize > ksize) {
+		/* Output only: a newer struct's tail must be zero all the same. */
+		ret = check_zeroed_user(uarg + ksize, usize - ksize);
+		if (ret <= 0)
+			return ret ?: -E2BIG;
 	}
 
 	ret = desc->fn(f, &data);
@@ -418,7 +459,7 @@ static int sp_open(struct inode *inode, struct file *filp)
 
 	if (!current->mm)
 		return -EPERM;
-	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
 	if (!f)
 		return -ENOMEM;
 	xa_init_flags(&f->bufs, XA_FLAGS_ALLOC1);
@@ -457,7 +498,7 @@ static const struct file_operations sp_fops = {
 	.open = sp_open,
 	.release = sp_release,
 	.unlocked_ioctl = sp_ioctl,
-	.compat_ioctl = sp_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
 	.mmap = sp_mmap,
 	.get_unmapped_area = sp_get_unmapped_area,
 };

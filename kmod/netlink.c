@@ -40,6 +40,7 @@ static const struct genl_multicast_group sp_nl_mcgrps[] = {
 		.flags = GENL_MCAST_CAP_SYS_ADMIN,
 	},
 };
+
 #define SP_NL_N_MCGRPS	ARRAY_SIZE(sp_nl_mcgrps)
 #else
 #define sp_nl_mcgrps	NULL

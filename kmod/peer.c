@@ -385,7 +385,7 @@ static void sp_peer_ctx_invalidate(struct sp_peer_ctx *ctx,
 		sp_peer_core_invalidate(sp_peer_handle, core_ctx);
 		atomic64_inc(&sp_stats.peer_invalidations);
 		sp_event_peer(imp, STRIXPEER_PEER_INVALIDATE, ctx->map_len,
-				 reason);
+			      reason);
 	}
 	/* Whatever the core left (PEER_MEM_INVALIDATE_UNMAPS) is ours. */
 	sp_peer_ctx_unmap(ctx);
@@ -431,7 +431,7 @@ static int sp_peer_acquire(unsigned long addr, size_t size,
 	if (!imp)
 		return 0;
 
-	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL_ACCOUNT);
 	if (!ctx)
 		goto decline;
 	if (!try_module_get(THIS_MODULE)) {

@@ -67,12 +67,15 @@ struct sp_peer_ctx;
 /**
  * struct sp_import - a dma-buf range declared at a VA range of one process
  * @ref: held by the file's handle (or, for an implicit import, by the one
- *	registration that created it), by each registration using it and by
- *	a queued @unmap_work
+ *	registration that created it), by each registration using it, by
+ *	a queued @unmap_work, and by the IMPORT ioctl until its result was
+ *	copied out
  * @it: node in the interval tree of live imports, keyed by VA
  * @in_tree: @it is linked (sp_imports_lock)
  * @mm: the process's address space (mmgrab'ed)
  * @pid: tgid of the importing process
+ * @uid: real uid of the importing process (max_imports counts IMPORT
+ *	handles per uid)
  * @id: node-wide id (netlink, events)
  * @dmabuf: our reference on the dma-buf (an implicit import gets it after
  *	its notifier was inserted, before it is published)
@@ -98,6 +101,7 @@ struct sp_import {
 	bool in_tree;
 	struct mm_struct *mm;
 	pid_t pid;
+	kuid_t uid;
 	u32 id;
 	struct dma_buf *dmabuf;
 	u64 offset;
@@ -134,7 +138,10 @@ struct sp_import {
  * @map_count: live VMAs
  * @exports: live dma-bufs of the buffer (each holds a reference)
  * @attachments: devices attached to those dma-bufs
- * @charged_mm: address space charged for the pinned pages (mmgrab'ed)
+ * @charged_mm: address space whose pinned_vm (VmPin) shows the pages
+ *	(mmgrab'ed)
+ * @user: user whose locked_vm is charged (a reference), NULL when the
+ *	allocating caller had CAP_IPC_LOCK
  * @pid: tgid of the allocating process
  * @uid: real uid of the allocating process (netlink dump visibility)
  */
@@ -155,6 +162,7 @@ struct sp_buf {
 	atomic_t exports;
 	atomic_t attachments;
 	struct mm_struct *charged_mm;
+	struct user_struct *user;
 };
 
 /**
@@ -204,9 +212,11 @@ struct dma_buf *sp_export_create(struct sp_buf *buf, u32 flags);
 
 /* Imports of dma-buf ranges (import.c). */
 extern bool sp_claim_gem_mappings;
+extern unsigned int sp_max_imports;
 int sp_import_create(struct sp_file *f, int fd, u64 offset, u64 length,
-		     unsigned long va, u32 *handle, u32 *id);
-int sp_import_destroy(struct sp_file *f, u32 handle,
+		     unsigned long va, u32 *handle, u32 *id,
+		     struct sp_import **held);
+int sp_import_destroy(struct sp_file *f, u32 handle, struct sp_import *expect,
 		      enum strixpeer_inval_reason reason);
 int sp_import_info(struct sp_file *f, struct strixpeer_import_info *info);
 void sp_import_release_all(struct sp_file *f);

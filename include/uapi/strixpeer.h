@@ -11,17 +11,42 @@
  * Errors worth knowing:
  *   EINVAL  bad flags, reserved field, zero size, NUMA node not online
  *   EFBIG   size above the module's max_buf_size parameter
- *   EDQUOT  the caller's RLIMIT_MEMLOCK would be exceeded
+ *   EDQUOT  the user's pinned memory would exceed the caller's
+ *           RLIMIT_MEMLOCK (see "Pinned memory" below)
  *   ENOSPC  the node-wide max_pinned_bytes would be exceeded
  *   EMFILE  no free handle on this fd
- *   ENOMEM  the pages could not be had (e.g. 2 MiB pages required)
+ *   ENOMEM  the pages could not be had (e.g. 2 MiB pages required), or
+ *           the caller's memory cgroup is at its limit
  *   ENOENT  no buffer with that handle on this fd
- *   EACCES  fd used by a process other than the one that opened it
+ *   EACCES  fd used from an address space other than the one that opened
+ *           it (a child after fork, a process the fd was passed to, the
+ *           new image after execve); threads and vfork() children share
+ *           the opener's address space and may use it. Checked before
+ *           anything else about the call (only ENOTTY comes first).
  *   ENOTTY  unknown ioctl
  *   EBADF   IMPORT: dmabuf_fd is not an open dma-buf file descriptor
  *   EEXIST  IMPORT: the range overlaps one of this process's imports
  *   ERANGE  IMPORT: offset + length lies beyond the end of the dma-buf
+ *   EMFILE  IMPORT: the user already holds max_imports imports (module
+ *           parameter, all processes of the uid together; default 65536)
  *   EMFILE  BUF_EXPORT: the process has no free file descriptor
+ *   E2BIG   a struct larger than the module's with a non-zero tail, also
+ *           for VERSION, whose struct is only written
+ *
+ * Pinned memory: a buffer's pages are charged, from allocation until the
+ * buffer is freed (its last handle, mapping and dma-buf gone):
+ *   - to the allocating user's locked_vm, the per-uid count io_uring,
+ *     perf and XDP charge too, against the caller's RLIMIT_MEMLOCK; a
+ *     caller with CAP_IPC_LOCK is not charged. The charge stays with the
+ *     buffer: a child after fork, an image after execve or the receiver
+ *     of a dma-buf fd holding the buffer keep it charged to the user, so
+ *     none of them lets a user pin more than the limit;
+ *   - to the allocating process's pinned_vm (VmPin in /proc/PID/status),
+ *     which a later ibv_reg_mr() of the buffer counts as well;
+ *   - to the caller's memory cgroup (the pages and the module's objects,
+ *     as kernel memory): a job cannot pin past its cgroup's memory.max;
+ *   - to the node-wide max_pinned_bytes (0: unlimited; config-set, needs
+ *     CAP_SYS_ADMIN).
  */
 #ifndef _UAPI_STRIXPEER_H
 #define _UAPI_STRIXPEER_H
@@ -251,6 +276,7 @@ struct strixpeer_buf_export {
  */
 #define STRIXPEER_GENL_NAME		"strixpeer"
 #define STRIXPEER_GENL_VERSION		1
+/* Joining needs CAP_SYS_ADMIN: events show every user's buffers. */
 #define STRIXPEER_MCGRP_EVENTS		"events"
 
 enum strixpeer_limit {

@@ -161,10 +161,10 @@ static int sp_alloc_error(int err, size_t size, int node)
 	case EMFILE:
 		return sp_fail(err, "no free buffer handle on this device fd");
 	case EDQUOT:
-		return sp_fail(err, "%zu-byte buffer refused: it would exceed this process's RLIMIT_MEMLOCK (ulimit -l; CAP_IPC_LOCK lifts it)",
+		return sp_fail(err, "%zu-byte buffer refused: it would exceed your RLIMIT_MEMLOCK (ulimit -l), which bounds all buffers of your user together (CAP_IPC_LOCK lifts it)",
 			       size);
 	case ENOMEM:
-		return sp_fail(err, "not enough free memory for a %zu-byte buffer with the requested page size on node %d",
+		return sp_fail(err, "not enough free memory for a %zu-byte buffer with the requested page size on node %d (or your memory cgroup's limit reached)",
 			       size, node);
 	case EINVAL:
 		/* size 0 and contradictory flags were refused before the ioctl */
