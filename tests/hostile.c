@@ -6,7 +6,8 @@
  * - pinning stays within the user's RLIMIT_MEMLOCK across execve, fork and
  *   dma-buf fd passing (the charge is per uid and lives with the buffer);
  * - a memory cgroup's memory.max bounds what a job pins;
- * - imports are bounded per user (max_imports);
+ * - imports are bounded per user (max_imports), and one whose range is
+ *   unmapped while it is made does not block the range afterwards;
  * - only CAP_SYS_ADMIN joins the events group and changes the config;
  * - ownership is checked before arguments, VERSION refuses a non-zero
  *   tail, refused allocations leave peak_pinned_bytes alone;
@@ -408,6 +409,61 @@ static void imports_bounded_case(void)
 	CHECK(live_imports() == 0, "%" PRIu64 " imports left", live_imports());
 }
 
+/*
+ * Finding 8: an IMPORT whose range is unmapped while it is being made
+ * (between its notifier's insertion and its publication) must not stay
+ * in the tree as a dead import that refuses the range to later IMPORTs.
+ */
+static volatile int race_stop;
+static volatile unsigned long race_gen;
+static uint8_t *race_va;
+
+static void *race_unmapper(void *arg)
+{
+	(void)arg;
+	while (!race_stop) {
+		void *p = mmap(race_va, 4096, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+
+		if (p != MAP_FAILED) {
+			*(volatile uint8_t *)p = 1;
+			munmap(p, 4096);
+		}
+		__atomic_add_fetch(&race_gen, 1, __ATOMIC_SEQ_CST);
+	}
+	return NULL;
+}
+
+static void import_racing_munmap_leaves_no_dead_import(void)
+{
+	struct sp_xbuf x;
+	pthread_t t;
+	int fd = sp_test_open(), i, refused = 0;
+
+	sp_xbuf_new(SP_EXP_UDMABUF, 4096, 0, &x);
+	race_va = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(race_va != MAP_FAILED, "mmap");
+	CHECK_OK(pthread_create(&t, NULL, race_unmapper, NULL));
+	for (i = 0; i < 1000; i++) {
+		int ret = raw_import(fd, x.fd, (uint64_t)(uintptr_t)race_va, NULL);
+		unsigned long g = __atomic_load_n(&race_gen, __ATOMIC_SEQ_CST);
+
+		/* every earlier import saw a whole map + unmap: none may block */
+		if (ret == -EEXIST)
+			refused++;
+		else
+			CHECK(ret == 0, "import %d: %d", i, ret);
+		while (__atomic_load_n(&race_gen, __ATOMIC_SEQ_CST) < g + 2)
+			sched_yield();
+	}
+	race_stop = 1;
+	pthread_join(t, NULL);
+	CHECK(refused == 0, "%d of 1000 imports refused by an import whose range was unmapped", refused);
+	close(fd);
+	sp_xbuf_free(&x);
+	CHECK(live_imports() == 0, "%" PRIu64 " imports left", live_imports());
+}
+
 static void imports_bounded_per_user(void)
 {
 	FILE *f = fopen("/sys/module/strixpeer/parameters/max_imports", "re");
@@ -756,6 +812,7 @@ static const struct tap_case cases[] = {
 	TAP_CASE(fork_keeps_the_charge),
 	TAP_CASE(memcg_limit_bounds_pinning),
 	TAP_CASE_T(imports_bounded_per_user, 300),
+	TAP_CASE_T(import_racing_munmap_leaves_no_dead_import, 300),
 	TAP_CASE(unprivileged_subscriber_gets_no_events),
 	TAP_CASE(config_set_needs_cap_sys_admin),
 	TAP_CASE(child_gets_eacces_before_argument_errors),
