@@ -17,7 +17,7 @@
  * of both devices, 'rdma res show qp' and the kernel log, then resets and
  * reconnects the QPs and goes on, so that a long run counts the failures
  * (the case fails when there was any; it stops after MAX_FAILURES). SP_CHURN_ITERS=N runs N iterations
- * per case instead of the default (90; 30 on debug kernels).
+ * per case instead of the default (90; 15 on debug kernels).
  *
  * Issue 16's report - receiving QP (rxe1) in ERR, sender in RTS, no
  * completion, nothing in dmesg - did not reproduce here (6.1, 6.12, sid:
@@ -329,7 +329,7 @@ static void churn_open(struct churn *c)
 {
 	memset(c, 0, sizeof(*c));
 	/* debug kernels (KASAN, kmemleak) run it several times slower */
-	c->iters = env_uint("SP_CHURN_ITERS", access("/sys/kernel/debug/kmemleak", F_OK) ? 90 : 30);
+	c->iters = env_uint("SP_CHURN_ITERS", access("/sys/kernel/debug/kmemleak", F_OK) ? 90 : 15);
 	c->wait_ms = env_uint("SP_CHURN_WAIT_MS", 20000);
 	c->have_node1 = node_count() >= 2;
 	if (!c->have_node1)
