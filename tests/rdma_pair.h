@@ -192,9 +192,20 @@ static struct ibv_wc node_wait(struct node *n)
 			break;
 		r = poll(&pfd, 1, 1000);
 		if (r == 0) {
+			struct ibv_qp_attr a = { 0 };
+			struct ibv_qp_init_attr ia;
+
 			waited += 1000;
-			CHECK(waited < WAIT_MS, "%s: no completion in %d ms", n->name, WAIT_MS);
-			continue;
+			if (waited < WAIT_MS)
+				continue;
+			/*
+			 * QP in RTS: the peer's QP went to ERR without a NAK
+			 * reaching us; rxe retries retry_cnt 7 forever
+			 * (tests/rdma_churn.c).
+			 */
+			ibv_query_qp(n->qp, &a, IBV_QP_STATE, &ia);
+			CHECK(0, "%s: no completion in %d ms (QP state %d)", n->name, WAIT_MS,
+			      (int)a.qp_state);
 		}
 		CHECK_OK(ibv_get_cq_event(n->ch, &cq, &cq_ctx));
 		ibv_ack_cq_events(cq, 1);

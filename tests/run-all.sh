@@ -112,6 +112,9 @@ tests/install-check.sh > "$out/install-check.tap" 2>&1
 record_tap "host/install-check" "$out/install-check.tap"
 tests/lintian-check.sh > "$out/lintian-check.tap" 2>&1
 record_tap "host/lintian-check" "$out/lintian-check.tap"
+# kernels.sh on a cache two checkouts share (fake packages, no download).
+tests/kernels-cache-check.sh > "$out/kernels-cache-check.tap" 2>&1
+record_tap "host/kernels-cache-check" "$out/kernels-cache-check.tap"
 
 # promtool checks strixpeerctl's Prometheus output inside the VM.
 SP_PROMTOOL=$(tests/fetch-promtool.sh) || SP_PROMTOOL=

@@ -10,14 +10,22 @@
 #                           ../shared/kernels/; one root per kernel in the cache.
 #                           Idempotent: an already-unpacked root is reused.
 #                           STRIXPEER_SID=0 leaves sid out.
-#   kernels.sh list         one line per kernel: <name> <kver> <root>
-#                           (name: 6.1, 6.12, sid or debug-<kver>)
+#   kernels.sh list         one line per kernel this checkout uses: <name>
+#                           <kver> <root> (name: 6.1, 6.12, sid unless
+#                           STRIXPEER_SID=0, debug-<kver> when its .deb is in
+#                           this checkout's ../shared/kernels/)
 #   kernels.sh kdir <kver>  the headers dir to use as KDIR for that kernel
 #   kernels.sh root <kver>  the unpacked root of that kernel
 #
 # Cache: ${STRIXPEER_CACHE:-$HOME/.cache/strixpeer}/kernels/<kver>/ (a root
-# with boot/, lib/modules/<kver>/, usr/src/linux-headers-*), and
-# kernels.list there (written by fetch, read by list).
+# with boot/, lib/modules/<kver>/, usr/src/linux-headers-*; complete once it
+# has .strixpeer-complete), and kernels.list there: every kernel any fetch
+# made, one "<name> <kver> <root>" line per name (merged by fetch, filtered
+# by list). Several checkouts may share one cache, each with its own
+# ../shared/kernels/ or none: a fetch removes only roots it finds
+# half-unpacked (no .strixpeer-complete; fetches hold fetch.lock) and the
+# root of a name it has just given another kernel (Debian's new ABI), never
+# a kernel another checkout listed.
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -104,6 +112,16 @@ finish_root() {
 	echo "$stamp" >"$KROOTS/$kver/.strixpeer-complete"
 }
 
+# cached_entry <name>: the kernel the index has for <name>, when its root is
+# complete, goes into this fetch's list as it is (sid when unreachable).
+cached_entry() {
+	line=$(awk -v n="$1" '$1 == n { print $2, $3; exit }' "$INDEX" 2>/dev/null) || true
+	ck=${line%% *} cr=${line#* }
+	[ -n "$line" ] && [ -f "$cr/.strixpeer-complete" ] || return 1
+	log "$1: $ck (cached)"
+	echo "$1 $ck $cr" >>"$INDEX.tmp"
+}
+
 # fetch_debian <name> <meta package>: a Debian kernel series from apt.
 fetch_debian() {
 	name=$1 meta=$2
@@ -157,13 +175,9 @@ fetch_debian() {
 fetch_sid() {
 	name=$1
 	if ! "$HERE/apt-sid.sh" update; then
-		old=$(awk -v n="$name" '$1 == n {print $3}' "$INDEX" 2>/dev/null)
-		if [ -n "$old" ] && [ -f "$old/.strixpeer-complete" ]; then
-			log "$name: cannot reach sid; using the cached $old"
-			echo "$name ${old##*/} $old" >>"$INDEX.tmp"
-			return 0
-		fi
-		die "cannot reach Debian sid's package lists"
+		cached_entry "$name" || die "cannot reach Debian sid's package lists"
+		log "$name: could not reach sid; used the cached kernel"
+		return 0
 	fi
 	img=$("$HERE/apt-sid.sh" cache depends linux-image-amd64 2>/dev/null |
 		sed -n 's/^ *|\{0,1\}Depends: *//p' | grep -E '^linux-image-[0-9]' | head -n 1) || true
@@ -245,6 +259,32 @@ fetch_shared() {
 	done
 }
 
+# The index after a fetch: this fetch's lines ($INDEX.tmp), then every
+# other name's line of the old index whose root is still complete (other
+# checkouts' debug kernels, sid after a STRIXPEER_SID=0 fetch). Prints the
+# roots this fetch replaced: an old line's root for a name this fetch gave
+# another root, unless a line of the new index still names it.
+merge_index() {
+	: >"$INDEX.new"
+	cat "$INDEX.tmp" >>"$INDEX.new"
+	replaced=
+	if [ -f "$INDEX" ]; then
+		while read -r name kver root; do
+			[ -n "$name" ] || continue
+			new=$(awk -v n="$name" '$1 == n { print $3; exit }' "$INDEX.tmp")
+			if [ -n "$new" ]; then
+				[ "$new" = "$root" ] || replaced="$replaced $root"
+			elif [ -f "$root/.strixpeer-complete" ]; then
+				echo "$name $kver $root" >>"$INDEX.new"
+			fi
+		done <"$INDEX"
+	fi
+	mv "$INDEX.new" "$INDEX"
+	for r in $replaced; do
+		awk -v r="$r" '$3 == r { f = 1 } END { exit !f }' "$INDEX" || echo "$r"
+	done
+}
+
 cmd_fetch() {
 	command -v apt-get >/dev/null || die "apt-get not found (a Debian host is needed)"
 	command -v depmod >/dev/null || PATH=$PATH:/usr/sbin:/sbin
@@ -260,23 +300,49 @@ cmd_fetch() {
 	fetch_debian 6.12 linux-image-6.12-amd64
 	[ "${STRIXPEER_SID:-1}" = 0 ] || fetch_sid sid
 	fetch_shared
-	mv "$INDEX.tmp" "$INDEX"
-	# Drop roots no longer listed (e.g. an older 6.1 ABI).
+	# Roots this fetch replaced (e.g. an older 6.1 ABI), and roots left
+	# half-unpacked by an interrupted fetch (no other fetch runs: the lock).
+	# A complete root nobody's index names any more stays: another
+	# checkout, or an older kernels.sh, may still use it.
+	merge_index >"$INDEX.replaced"
+	while read -r r; do
+		case $r in "$KROOTS"/*) ;; *) continue ;; esac
+		log "removing $r (replaced)"
+		rm -rf "$r"
+	done <"$INDEX.replaced"
+	rm -f "$INDEX.tmp" "$INDEX.replaced"
 	for r in "$KROOTS"/*; do
 		[ -d "$r" ] || continue
-		if ! awk -v r="$r" '$3 == r { f = 1 } END { exit !f }' "$INDEX"; then
-			log "removing stale $r"
+		if [ ! -f "$r/.strixpeer-complete" ]; then
+			log "removing half-unpacked $r"
 			rm -rf "$r"
 		fi
 	done
-	cat "$INDEX"
+	cmd_list
+}
+
+# Whether this checkout uses kernel <name>: the Debian series always, sid
+# unless STRIXPEER_SID=0, debug-<kver> when ../shared/kernels/ has its image.
+uses() {
+	case $1 in
+	6.1 | 6.12) return 0 ;;
+	sid) [ "${STRIXPEER_SID:-1}" != 0 ] ;;
+	debug-*)
+		for deb in "$SHARED/kernels/linux-image-${1#debug-}_"*.deb; do
+			[ -f "$deb" ] && return 0
+		done
+		return 1
+		;;
+	*) return 1 ;;
+	esac
 }
 
 cmd_list() {
 	[ -f "$INDEX" ] || die "no kernels yet: run '$0 fetch' first"
 	while read -r name kver root; do
-		[ -f "$root/.strixpeer-complete" ] && echo "$name $kver $root"
+		[ -f "$root/.strixpeer-complete" ] && uses "$name" && echo "$name $kver $root"
 	done <"$INDEX"
+	return 0
 }
 
 root_of() {

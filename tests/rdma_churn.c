@@ -1,0 +1,569 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Registration churn across NUMA nodes (issue 16's "QP hang"): over and
+ * over, a 6 MiB buffer on node 0 is allocated, registered and freed, then
+ * a 4-8 KiB buffer on node 1 is allocated and registered, and rxe0
+ * RDMA-WRITEs into it through rxe1; the bytes, the node of the page and
+ * the state of both QPs are checked every time. The same loop runs with
+ * strixpeer buffers and, side by side, with plain anonymous mmap memory
+ * bound to the same nodes (mbind), so that a failure says whether
+ * strixpeer matters.
+ *
+ * Every wait is bounded (SP_CHURN_WAIT_MS, default 20000 ms of the
+ * guest's clock, which runs fast on some kernels under TCG; a WRITE of
+ * 8 KiB completes in milliseconds). When a WRITE does not
+ * complete, completes with an error, or leaves either QP outside RTS, the
+ * case prints both QPs (ibv_query_qp), what both CQs hold, rxe's counters
+ * of both devices, 'rdma res show qp' and the kernel log, then resets and
+ * reconnects the QPs and goes on, so that a long run counts the failures
+ * (the case fails when there was any; it stops after MAX_FAILURES). SP_CHURN_ITERS=N runs N iterations
+ * per case instead of the default (90; 15 on debug kernels).
+ *
+ * Issue 16's report - receiving QP (rxe1) in ERR, sender in RTS, no
+ * completion, nothing in dmesg - did not reproduce here (6.1, 6.12, sid:
+ * thousands of iterations per case, strixpeer and mmap alike). On these
+ * kernels a WRITE with a stale rkey, a stale address or beyond the MR
+ * fails at once with IBV_WC_REM_ACCESS_ERR on the sender (both QPs ERR;
+ * stale_keys_fail_loudly checks it). The reported state is what rxe shows
+ * when the responder is in ERR and no NAK reaches the requester (an error
+ * that sends none, e.g. a receive CQ overflow, or a QP the application
+ * moved to ERR) while the requester's retry_cnt is 7: rxe_comp.c never
+ * counts retry_cnt 7 down, so the WRITE is retried forever. With
+ * retry_cnt 6 the same WRITE completes with IBV_WC_RETRY_EXC_ERR in about
+ * half a second (timeout 14). rdma_pair.h connects with retry_cnt 7: the
+ * bounded waits here are what turn such a hang into a report.
+ */
+/* Its node helpers only: the pair (two processes, one buffer) is not used. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "rdma_pair.h"
+#pragma GCC diagnostic pop
+
+#include <linux/mempolicy.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+#define BIG		(6 * MiB)
+#define SMALL_MAX	(8192)
+#define ACCESS		(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+#define MAX_REPORTS	3
+#define MAX_FAILURES	10	/* 10 hangs: 200 s of the case's 600 */
+
+/* The sizes of the node-1 buffer and of the WRITE into it (4-8 KiB). */
+static const uint32_t small_sizes[] = { 4096, 8192, 4097, 6000, 8191, 5120 };
+#define NSMALL (sizeof(small_sizes) / sizeof(small_sizes[0]))
+
+enum kind { K_STRIXPEER, K_MMAP };
+enum order { DEREG_THEN_FREE, FREE_THEN_DEREG };
+
+struct churn {
+	struct node ini, tgt;
+	struct conn_info ini_ci, tgt_ci;
+	uint8_t *host;
+	struct ibv_mr *host_mr;
+	struct sp_dev *dev;
+	unsigned int iters, wait_ms, failures, reports;
+	const char *variant;	/* of the iteration running, for reports */
+	int have_node1;
+};
+
+/* One buffer of either kind. */
+struct mem {
+	enum kind kind;
+	struct sp_buf *buf;
+	uint8_t *addr;
+	size_t len, maplen;
+};
+
+static unsigned int env_uint(const char *name, unsigned int def)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? (unsigned int)strtoul(v, NULL, 0) : def;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int node_count(void)
+{
+	int n = 0;
+	char path[64];
+
+	for (;; n++) {
+		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d", n);
+		if (access(path, F_OK))
+			return n;
+	}
+}
+
+static void mem_alloc(struct churn *c, struct mem *m, enum kind kind, size_t len, int node)
+{
+	memset(m, 0, sizeof(*m));
+	m->kind = kind;
+	m->len = len;
+	if (kind == K_STRIXPEER) {
+		CHECK(sp_buf_alloc(c->dev, len, node, 0, &m->buf) == 0, "sp_buf_alloc %zu on node %d: %s",
+		      len, node, sp_errmsg());
+		m->addr = sp_buf_addr(m->buf);
+		m->maplen = sp_buf_size(m->buf);
+	} else {
+		unsigned long mask = 1UL << node;
+
+		m->maplen = (len + 4095) & ~(size_t)4095;
+		m->addr = mmap(NULL, m->maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			       -1, 0);
+		CHECK(m->addr != MAP_FAILED, "mmap: %s", strerror(errno));
+		CHECK(syscall(SYS_mbind, m->addr, m->maplen, MPOL_BIND, &mask, 8 * sizeof(mask),
+			      MPOL_MF_STRICT) == 0, "mbind node %d: %s", node, strerror(errno));
+		/* not touched: the registration (GUP) faults the pages in */
+	}
+}
+
+static void mem_free(struct mem *m)
+{
+	if (m->kind == K_STRIXPEER)
+		CHECK(sp_buf_free(m->buf) == 0, "sp_buf_free: %s", sp_errmsg());
+	else
+		CHECK_OK(munmap(m->addr, m->maplen));
+	m->addr = NULL;
+}
+
+/* The node the page at @p sits on, as the kernel says (-1: not mapped). */
+static int page_node(void *p)
+{
+	int node = -1;
+
+	if (syscall(SYS_get_mempolicy, &node, NULL, 0, p, MPOL_F_NODE | MPOL_F_ADDR))
+		return -1;
+	return node;
+}
+
+static const char *qp_state_name(enum ibv_qp_state s)
+{
+	static const char *const names[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };
+
+	return (unsigned int)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
+
+static enum ibv_qp_state qp_state(struct node *n)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	if (ibv_query_qp(n->qp, &a, IBV_QP_STATE, &ia))
+		return (enum ibv_qp_state)-1;
+	return a.qp_state;
+}
+
+static void dump_qp(struct node *n)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	if (ibv_query_qp(n->qp, &a, IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_SQ_PSN |
+			 IBV_QP_RQ_PSN | IBV_QP_DEST_QPN | IBV_QP_ACCESS_FLAGS | IBV_QP_TIMEOUT |
+			 IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_PATH_MTU, &ia)) {
+		tap_diag("  %s qp %u: ibv_query_qp: %s", n->name, n->qp->qp_num, strerror(errno));
+		return;
+	}
+	tap_diag("  %s qp %u: state %s (cur %s) sq_psn %u rq_psn %u dest_qp %u access 0x%x "
+		 "mtu %d timeout %u retry %u rnr_retry %u sq_draining %u", n->name, n->qp->qp_num,
+		 qp_state_name(a.qp_state), qp_state_name(a.cur_qp_state), a.sq_psn, a.rq_psn,
+		 a.dest_qp_num, a.qp_access_flags, a.path_mtu, a.timeout, a.retry_cnt,
+		 a.rnr_retry, a.sq_draining);
+}
+
+static void dump_cq(struct node *n)
+{
+	struct ibv_wc wc[8];
+	int r, total = 0;
+
+	while ((r = ibv_poll_cq(n->cq, 8, wc)) > 0) {
+		for (int i = 0; i < r; i++)
+			tap_diag("  %s cq: wr_id %llu status %s opcode %d vendor_err 0x%x byte_len %u",
+				 n->name, (unsigned long long)wc[i].wr_id,
+				 ibv_wc_status_str(wc[i].status), wc[i].opcode, wc[i].vendor_err,
+				 wc[i].byte_len);
+		total += r;
+	}
+	if (r < 0)
+		tap_diag("  %s cq: ibv_poll_cq: %d", n->name, r);
+	else if (!total)
+		tap_diag("  %s cq: empty", n->name);
+}
+
+static void run_show(const char *what, const char *cmd);
+
+/* rxe's hw_counters of a device, the non-zero ones on one line. */
+static void dump_counters(const char *dev)
+{
+	char cmd[256], what[64];
+
+	snprintf(cmd, sizeof(cmd),
+		 "cd /sys/class/infiniband/%s/ports/1/hw_counters 2>/dev/null && "
+		 "for f in *; do v=$(cat $f); [ \"$v\" = 0 ] || printf '%%s=%%s ' $f $v; done; echo", dev);
+	snprintf(what, sizeof(what), "%s counters", dev);
+	run_show(what, cmd);
+}
+
+static void run_show(const char *what, const char *cmd)
+{
+	char line[512];
+	FILE *f = popen(cmd, "r");
+
+	tap_diag("  %s:", what);
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		tap_diag("    %s", line);
+	}
+	pclose(f);
+}
+
+static void report(struct churn *c, unsigned int it, const char *why)
+{
+	c->failures++;
+	tap_diag("iteration %u (%s): %s", it, c->variant ? c->variant : "-", why);
+	if (++c->reports > MAX_REPORTS) {
+		if (c->reports == MAX_REPORTS + 1)
+			tap_diag("(further failures counted, not shown)");
+		return;
+	}
+	dump_qp(&c->ini);
+	dump_qp(&c->tgt);
+	dump_cq(&c->ini);
+	dump_cq(&c->tgt);
+	dump_counters(c->ini.ctx->device->name);
+	dump_counters(c->tgt.ctx->device->name);
+	run_show("rdma res show qp", "rdma res show qp 2>&1");
+	run_show("dmesg (last 20 lines)", "dmesg 2>&1 | tail -n 20");
+}
+
+/*
+ * The first completion on @n's CQ, waiting at most c->wait_ms (events, no
+ * busy polling). Returns 1 with *wc filled, 0 on timeout.
+ */
+static int wait_wc(struct churn *c, struct node *n, struct ibv_wc *wc)
+{
+	uint64_t deadline = now_ms() + c->wait_ms;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = n->ch->fd, .events = POLLIN };
+		struct ibv_cq *cq;
+		void *cq_ctx;
+		int r;
+
+		CHECK_OK(ibv_req_notify_cq(n->cq, 0));
+		r = ibv_poll_cq(n->cq, 1, wc);
+		CHECK(r >= 0, "poll_cq");
+		if (r == 1)
+			return 1;
+		if (now_ms() >= deadline)
+			return 0;
+		r = poll(&pfd, 1, 100);
+		if (r == 1) {
+			CHECK_OK(ibv_get_cq_event(n->ch, &cq, &cq_ctx));
+			ibv_ack_cq_events(cq, 1);
+		}
+	}
+}
+
+static void set_nonblocking(struct ibv_comp_channel *ch)
+{
+	int fl = fcntl(ch->fd, F_GETFL);
+
+	CHECK(fl >= 0 && fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) == 0, "O_NONBLOCK");
+}
+
+static void qps_connect(struct churn *c)
+{
+	c->ini_ci = node_info(&c->ini);
+	c->tgt_ci = node_info(&c->tgt);
+	c->tgt_ci.psn ^= 0x5a5a5;	/* one process: make the two PSNs differ */
+	node_connect(&c->ini, &c->ini_ci, &c->tgt_ci);
+	node_connect(&c->tgt, &c->tgt_ci, &c->ini_ci);
+}
+
+/* After a failure: both QPs back to RESET, drained, and connected again. */
+static void qps_reset(struct churn *c)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	struct ibv_wc wc;
+
+	CHECK_OK(ibv_modify_qp(c->ini.qp, &a, IBV_QP_STATE));
+	CHECK_OK(ibv_modify_qp(c->tgt.qp, &a, IBV_QP_STATE));
+	while (ibv_poll_cq(c->ini.cq, 1, &wc) > 0 || ibv_poll_cq(c->tgt.cq, 1, &wc) > 0)
+		;
+	qps_connect(c);
+}
+
+/* New QPs (the first WRITE on a fresh connection). */
+static void qps_recreate(struct churn *c)
+{
+	struct ibv_qp_init_attr qa = { 0 };
+	struct node *ns[2] = { &c->ini, &c->tgt };
+
+	for (int i = 0; i < 2; i++) {
+		CHECK_OK(ibv_destroy_qp(ns[i]->qp));
+		qa.send_cq = ns[i]->cq;
+		qa.recv_cq = ns[i]->cq;
+		qa.qp_type = IBV_QPT_RC;
+		qa.cap.max_send_wr = 16;
+		qa.cap.max_recv_wr = 16;
+		qa.cap.max_send_sge = 1;
+		qa.cap.max_recv_sge = 1;
+		ns[i]->qp = ibv_create_qp(ns[i]->pd, &qa);
+		CHECK(ns[i]->qp, "create_qp: %s", strerror(errno));
+	}
+	qps_connect(c);
+}
+
+static void churn_open(struct churn *c)
+{
+	memset(c, 0, sizeof(*c));
+	/* debug kernels (KASAN, kmemleak) run it several times slower */
+	c->iters = env_uint("SP_CHURN_ITERS", access("/sys/kernel/debug/kmemleak", F_OK) ? 90 : 15);
+	c->wait_ms = env_uint("SP_CHURN_WAIT_MS", 20000);
+	c->have_node1 = node_count() >= 2;
+	if (!c->have_node1)
+		SKIP("one NUMA node: the churn needs nodes 0 and 1");
+	c->dev = sp_test_dev();
+	node_open(&c->ini, dev_name("SP_RDMA_INITIATOR", "rxe0"));
+	node_open(&c->tgt, dev_name("SP_RDMA_TARGET", "rxe1"));
+	set_nonblocking(c->ini.ch);
+	set_nonblocking(c->tgt.ch);
+	c->host = aligned_alloc(4096, SMALL_MAX);
+	CHECK(c->host, "host buffer");
+	c->host_mr = ibv_reg_mr(c->ini.pd, c->host, SMALL_MAX, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(c->host_mr, "ibv_reg_mr host: %s", strerror(errno));
+	qps_connect(c);
+}
+
+static void churn_close(struct churn *c)
+{
+	struct node *ns[2] = { &c->ini, &c->tgt };
+
+	CHECK_OK(ibv_dereg_mr(c->host_mr));
+	free(c->host);
+	for (int i = 0; i < 2; i++) {
+		CHECK_OK(ibv_destroy_qp(ns[i]->qp));
+		CHECK_OK(ibv_destroy_cq(ns[i]->cq));
+		CHECK_OK(ibv_destroy_comp_channel(ns[i]->ch));
+		CHECK_OK(ibv_dealloc_pd(ns[i]->pd));
+		CHECK_OK(ibv_close_device(ns[i]->ctx));
+	}
+	sp_dev_close(c->dev);
+	CHECK_NOTHING_PINNED();
+}
+
+/* One iteration; returns 0 when all was well (failures are reported). */
+static int churn_one(struct churn *c, unsigned int it, enum kind kind, enum order order)
+{
+	uint32_t len = small_sizes[it % NSMALL], seed = 0x1600 + it;
+	struct ibv_mr *big_mr, *mr;
+	struct mem big, small;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_wc wc;
+	enum ibv_qp_state si, st;
+	char why[256];
+	int64_t wrong;
+	int node, ok = 1;
+
+	/* 6 MiB on node 0: allocate, register, free */
+	mem_alloc(c, &big, kind, BIG, 0);
+	big_mr = ibv_reg_mr(c->tgt.pd, big.addr, BIG, ACCESS);
+	CHECK(big_mr, "iteration %u: ibv_reg_mr 6 MiB: %s", it, strerror(errno));
+	if (order == DEREG_THEN_FREE) {
+		CHECK_OK(ibv_dereg_mr(big_mr));
+		mem_free(&big);
+	} else {
+		mem_free(&big);	/* the MR keeps the pages until dereg */
+	}
+
+	/* 4-8 KiB on node 1: allocate, register, WRITE into it, verify */
+	mem_alloc(c, &small, kind, len, 1);
+	mr = ibv_reg_mr(c->tgt.pd, small.addr, len, ACCESS);
+	CHECK(mr, "iteration %u: ibv_reg_mr %u bytes: %s", it, len, strerror(errno));
+	if (order == FREE_THEN_DEREG)
+		CHECK_OK(ibv_dereg_mr(big_mr));
+	node = page_node(small.addr);
+	if (node != 1) {
+		snprintf(why, sizeof(why), "%u-byte buffer on node %d, not 1", len, node);
+		report(c, it, why);
+		ok = 0;
+	}
+
+	sp_fill(c->host, len, 0, seed);
+	sge = (struct ibv_sge){ .addr = (uintptr_t)c->host, .length = len,
+				.lkey = c->host_mr->lkey };
+	wr.wr_id = it;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uintptr_t)small.addr;
+	wr.wr.rdma.rkey = mr->rkey;
+	CHECK_OK(ibv_post_send(c->ini.qp, &wr, &bad));
+	if (!wait_wc(c, &c->ini, &wc)) {
+		snprintf(why, sizeof(why), "WRITE of %u bytes (rkey 0x%x, addr %p) not complete after %u ms",
+			 len, mr->rkey, (void *)small.addr, c->wait_ms);
+		report(c, it, why);
+		ok = 0;
+	} else if (wc.status != IBV_WC_SUCCESS || wc.wr_id != it) {
+		snprintf(why, sizeof(why), "WRITE of %u bytes: completion %s (wr_id %llu)", len,
+			 ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
+		report(c, it, why);
+		ok = 0;
+	} else if ((wrong = sp_verify(small.addr, len, 0, seed)) >= 0) {
+		snprintf(why, sizeof(why), "WRITE of %u bytes completed but byte %lld is wrong", len,
+			 (long long)wrong);
+		report(c, it, why);
+		ok = 0;
+	}
+	si = qp_state(&c->ini);
+	st = qp_state(&c->tgt);
+	if (ok && (si != IBV_QPS_RTS || st != IBV_QPS_RTS)) {
+		snprintf(why, sizeof(why), "after the WRITE: %s qp %s, %s qp %s", c->ini.name,
+			 qp_state_name(si), c->tgt.name, qp_state_name(st));
+		report(c, it, why);
+		ok = 0;
+	}
+	CHECK_OK(ibv_dereg_mr(mr));
+	mem_free(&small);
+	if (!ok)
+		qps_reset(c);
+	return ok ? 0 : -1;
+}
+
+/*
+ * The loop for one kind of memory, the iterations taking turns: dereg
+ * then free, free then dereg (the MR holds the freed pages until after the
+ * next registration), and dereg then free on new QPs (the first WRITE of
+ * a connection).
+ */
+static void churn(enum kind kind)
+{
+	static const char *const variant[] = { "dereg then free", "free then dereg",
+					       "dereg then free, new QPs" };
+	unsigned int failed[3] = { 0 }, it, v;
+	struct churn c;
+	uint64_t t0;
+
+	churn_open(&c);
+	t0 = now_ms();
+	for (it = 0; it < c.iters && c.failures < MAX_FAILURES; it++) {
+		v = it % 3;
+		c.variant = variant[v];
+		if (v == 2)
+			qps_recreate(&c);
+		if (churn_one(&c, it, kind, v == 1 ? FREE_THEN_DEREG : DEREG_THEN_FREE))
+			failed[v]++;
+	}
+	tap_diag("%s: %u iterations in %llu ms; failed: %u (%s), %u (%s), %u (%s)",
+		 kind == K_STRIXPEER ? "strixpeer buffers" : "mmap+mbind memory", it,
+		 (unsigned long long)(now_ms() - t0), failed[0], variant[0], failed[1], variant[1],
+		 failed[2], variant[2]);
+	CHECK(c.failures == 0, "%u of %u iterations failed (details above)", c.failures, it);
+	churn_close(&c);
+}
+
+static void churn_strixpeer(void)
+{
+	churn(K_STRIXPEER);
+}
+
+static void churn_mmap(void)
+{
+	churn(K_MMAP);
+}
+
+/*
+ * What a test's own mistake looks like: a WRITE with the keys of the freed
+ * 6 MiB buffer (its rkey, or its address with the new buffer's rkey)
+ * fails at once with a remote access error on the sender, both QPs in
+ * ERR; it does not hang. (A silent hang - responder in ERR, sender in
+ * RTS, no completion - needs a responder error whose NAK never reaches
+ * the sender: rxe's completer treats retry_cnt 7 as "retry forever".)
+ */
+static void stale_keys_fail_loudly(void)
+{
+	struct churn c;
+	struct ibv_mr *big_mr, *mr;
+	struct mem big, small;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_wc wc;
+	uint32_t old_rkey, len = 4096;
+	uint8_t *old_addr;
+
+	churn_open(&c);
+	for (int k = 0; k < 2; k++) {
+		const enum kind kind = k ? K_MMAP : K_STRIXPEER;
+
+		for (int stale_rkey = 0; stale_rkey < 2; stale_rkey++) {
+			mem_alloc(&c, &big, kind, BIG, 0);
+			big_mr = ibv_reg_mr(c.tgt.pd, big.addr, BIG, ACCESS);
+			CHECK(big_mr, "ibv_reg_mr 6 MiB: %s", strerror(errno));
+			old_rkey = big_mr->rkey;
+			old_addr = big.addr;
+			CHECK_OK(ibv_dereg_mr(big_mr));
+			mem_free(&big);
+			mem_alloc(&c, &small, kind, len, 1);
+			mr = ibv_reg_mr(c.tgt.pd, small.addr, len, ACCESS);
+			CHECK(mr, "ibv_reg_mr: %s", strerror(errno));
+
+			sge = (struct ibv_sge){ .addr = (uintptr_t)c.host, .length = len,
+						.lkey = c.host_mr->lkey };
+			wr.wr_id = 99;
+			wr.sg_list = &sge;
+			wr.num_sge = 1;
+			wr.opcode = IBV_WR_RDMA_WRITE;
+			wr.send_flags = IBV_SEND_SIGNALED;
+			wr.wr.rdma.remote_addr = stale_rkey ? (uintptr_t)small.addr : (uintptr_t)old_addr;
+			wr.wr.rdma.rkey = stale_rkey ? old_rkey : mr->rkey;
+			CHECK_OK(ibv_post_send(c.ini.qp, &wr, &bad));
+			if (!wait_wc(&c, &c.ini, &wc) || wc.status != IBV_WC_REM_ACCESS_ERR) {
+				report(&c, 0, "a WRITE with a freed buffer's key did not fail with a remote access error");
+				CHECK(0, "stale %s (%s): see above", stale_rkey ? "rkey" : "address",
+				      k ? "mmap" : "strixpeer");
+			}
+			CHECK(qp_state(&c.ini) == IBV_QPS_ERR && qp_state(&c.tgt) == IBV_QPS_ERR,
+			      "QPs %s/%s after the access error", qp_state_name(qp_state(&c.ini)),
+			      qp_state_name(qp_state(&c.tgt)));
+			CHECK_OK(ibv_dereg_mr(mr));
+			mem_free(&small);
+			qps_reset(&c);
+		}
+	}
+	/* and the connection works again */
+	CHECK(churn_one(&c, 0, K_STRIXPEER, DEREG_THEN_FREE) == 0, "after the reset: see above");
+	churn_close(&c);
+}
+
+/*
+ * libibverbs' first device scan loads every provider library, seconds over
+ * the VM's 9p root on a debug kernel: once here, before the cases fork.
+ */
+__attribute__((constructor)) static void verbs_preload(void)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+
+	if (list)
+		ibv_free_device_list(list);
+}
+
+static const struct tap_case cases[] = {
+	TAP_CASE_T(churn_strixpeer, 600),
+	TAP_CASE_T(churn_mmap, 600),
+	TAP_CASE_T(stale_keys_fail_loudly, 120),
+};
+
+TAP_MAIN(cases)
