@@ -278,10 +278,11 @@ static uint16_t sp_family;		/* 0: not found */
 static uint32_t sp_events_group;
 static uint32_t nl_seq = 1;
 
-static int nl_socket(void)
+/* A generic netlink socket whose receives give up after @ms. */
+static int nl_socket_t(int ms)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
-	struct timeval tv = { .tv_sec = 2 };
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
 	int one = 1, fd;
 
 	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
@@ -294,6 +295,11 @@ static int nl_socket(void)
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one));
 	return fd;
+}
+
+static int nl_socket(void)
+{
+	return nl_socket_t(2000);
 }
 
 static void nl_begin(struct nlmsg *m, uint16_t type, uint16_t flags, uint8_t cmd, uint8_t ver)
@@ -526,9 +532,7 @@ static int config_set(const struct config *c)
 		return -errno;
 	nl_begin(&m, sp_family, NLM_F_REQUEST | NLM_F_ACK, STRIXPEER_CMD_CONFIG_SET,
 		 STRIXPEER_GENL_VERSION);
-	nl_put(&m, STRIXPEER_A_CONFIG_PAD, NULL, 0);
 	nl_put(&m, STRIXPEER_A_CONFIG_MAX_BUF_SIZE, &c->max_buf_size, 8);
-	nl_put(&m, STRIXPEER_A_CONFIG_PAD, NULL, 0);
 	nl_put(&m, STRIXPEER_A_CONFIG_MAX_PINNED_BYTES, &c->max_pinned, 8);
 	nl_put(&m, STRIXPEER_A_CONFIG_DEFAULT_NODE, &node, 4);
 	nl_put(&m, STRIXPEER_A_CONFIG_REQUIRE_HUGE, &c->require_huge, 1);
@@ -1364,7 +1368,7 @@ static void op_netlink(struct wstate *w)
 	if (!sp_family)
 		return;
 	if (w->nl < 0)
-		w->nl = nl_socket();
+		w->nl = nl_socket_t(100);
 	fd = w->nl;
 	if (fd < 0)
 		return;
@@ -1373,7 +1377,7 @@ static void op_netlink(struct wstate *w)
 		int grp = (int)sp_events_group, ret;
 
 		if (w->nl_ev < 0)
-			w->nl_ev = nl_socket();
+			w->nl_ev = nl_socket_t(100);
 		if (w->nl_ev < 0)
 			return;
 		ret = setsockopt(w->nl_ev, SOL_NETLINK, one_in(&w->r, 4) ? NETLINK_DROP_MEMBERSHIP :
@@ -2189,10 +2193,13 @@ static int run_phase(const char *phase, double seconds)
 	int status = 0;
 	double t0 = now(), kill_at;
 	bool reaped = false;
-	struct config after;
+	struct config after, before;
+	bool have_before;
+	int ret;
 
 	cur_phase = phase;
 	cur_seed = pseed;
+	have_before = config_get(&before) == 0 && before.len > 0;
 	sh->op = 0;
 	sh->nreports = 0;
 	if (stat(dev_path, &dev_st)) {
@@ -2286,19 +2293,21 @@ static int run_phase(const char *phase, double seconds)
 		report("pinned_bytes reached %lld with only uid %u (RLIMIT_MEMLOCK %" PRIu64
 		       ") running: pinning escapes the limit", peak, opt_uid, opt_memlock);
 	check_counters();
-	if (user && have_cfg) {
-		if (config_get(&after) || after.len != base_cfg.len ||
-		    memcmp(after.raw, base_cfg.raw, after.len))
+	if (user && have_before) {
+		if (config_get(&after) || after.len != before.len ||
+		    memcmp(after.raw, before.raw, after.len))
 			report("configuration changed during an unprivileged phase (max_buf_size %" PRIu64
-			       " -> %" PRIu64 ", max_pinned %" PRIu64 " -> %" PRIu64 ")",
-			       base_cfg.max_buf_size, after.max_buf_size, base_cfg.max_pinned,
-			       after.max_pinned);
+			       " -> %" PRIu64 ", max_pinned %" PRIu64 " -> %" PRIu64 ", default_node %d -> %d"
+			       ", require_huge %u -> %u)",
+			       before.max_buf_size, after.max_buf_size, before.max_pinned,
+			       after.max_pinned, before.default_node, after.default_node,
+			       before.require_huge, after.require_huge);
 	}
 	if (!user && have_cfg) {	/* root may have changed it on purpose: restore */
 		if (config_get(&after) == 0 && (after.len != base_cfg.len ||
 						 memcmp(after.raw, base_cfg.raw, after.len)))
-			if (config_set(&base_cfg))
-				report("could not restore the configuration");
+			if ((ret = config_set(&base_cfg)))
+				report("could not restore the configuration: %s", strerror(-ret));
 	}
 	check_kmsg(faults);
 	printf("fuzz: phase %s: %lu ops in %.0f s", phase, sh->op, now() - t0);
@@ -2428,8 +2437,10 @@ int main(int argc, char **argv)
 			printf("fuzz: fail_function not used: the module marks no function injectable\n");
 	}
 	if (opt_kmemleak) {
-		printf("fuzz: kmemleak scan before the run\n");
+		double t = now();
+
 		leaks_before = kmemleak_list(true);
+		printf("fuzz: kmemleak scan before the run: %.0f s\n", now() - t);
 	}
 	check_kmsg(false);
 	for (int i = 0; i < nphases; i++) {
@@ -2441,8 +2452,10 @@ int main(int argc, char **argv)
 	cur_phase = "end";
 	cur_seed = opt_seed;
 	if (opt_kmemleak) {
+		double t = now();
 		char *after = kmemleak_list(true);
 
+		printf("fuzz: kmemleak scan after the run: %.0f s\n", now() - t);
 		if (after)
 			kmemleak_compare(leaks_before, after);
 		free(after);
