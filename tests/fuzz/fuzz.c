@@ -181,6 +181,7 @@ struct shared {
 	unsigned long cfgset_accepted;	/* unprivileged config-set answered 0 */
 	unsigned long nreports;
 	unsigned long usec[C_NCAT];	/* time spent per category (the worker's loop) */
+	unsigned long proc_usec[9];	/* ... and per kind of process/fd operation */
 	unsigned long enomem[2];	/* ioctls answered ENOMEM: [0] plain phases, [1] fault phases */
 	struct {
 		unsigned long op;
@@ -1593,7 +1594,7 @@ static void *thread_main(void *arg)
 	uint32_t mine[8];
 	int nmine = 0;
 
-	for (int i = 0; i < 24; i++) {
+	for (int i = 0; i < 16; i++) {
 		uint32_t h = one_in(&r, 2) && nmine ? mine[below(&r, (uint64_t)nmine)] : t->handles[below(&r, 8)];
 
 		switch (below(&r, 6)) {
@@ -1652,12 +1653,18 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
+static const char *const proc_kind_name[9] = {
+	"fork", "fork", "kill-9", "exec", "scm_rights", "threads", "threads", "close", "open"
+};
+static int proc_kind;
+
 static void op_proc(struct wstate *w)
 {
 	int k;
 
 	count(C_PROC);
-	switch (below(&w->r, 9)) {
+	proc_kind = (int)below(&w->r, 9);
+	switch (proc_kind) {
 	case 0:
 	case 1: {	/* fork: the child uses the inherited fds, maps, handles, then exits or is killed */
 		uint64_t seed = rnd(&w->r);
@@ -1905,12 +1912,17 @@ static void run_ops(struct wstate *w, unsigned long n)
 		case 6: op_ioctl_garbage(w); c = C_IOCTL; break;
 		case 7: case 8: case 9: op_mmap(w); c = C_MMAP; break;
 		case 10: case 11: op_mm(w); c = C_MMAP; break;
-		case 12: case 13: case 14: op_dmabuf(w); c = C_DMABUF; break;
-		case 15: case 16: op_netlink(w); c = C_NETLINK; break;
-		default: op_proc(w); c = C_PROC; break;
+		case 12: case 13: case 14: case 15: op_dmabuf(w); c = C_DMABUF; break;
+		case 16: case 17: op_netlink(w); c = C_NETLINK; break;
+		default: op_proc(w); c = C_PROC; break;	/* the slowest: fork, threads */
 		}
-		if (getpid() == worker_pid)
-			__atomic_add_fetch(&sh->usec[c], (unsigned long)((now() - t) * 1e6), __ATOMIC_RELAXED);
+		if (getpid() == worker_pid) {
+			unsigned long us = (unsigned long)((now() - t) * 1e6);
+
+			__atomic_add_fetch(&sh->usec[c], us, __ATOMIC_RELAXED);
+			if (c == C_PROC)
+				__atomic_add_fetch(&sh->proc_usec[proc_kind], us, __ATOMIC_RELAXED);
+		}
 	}
 }
 
@@ -2494,6 +2506,12 @@ int main(int argc, char **argv)
 	printf("fuzz: seconds spent:");
 	for (int i = 0; i < C_NCAT; i++)
 		printf(" %s %.1f%s", cat_name[i], sh->usec[i] / 1e6, i + 1 < C_NCAT ? "," : "\n");
+	printf("fuzz: seconds spent in process/fd:");
+	for (int i = 0; i < 9; i++)
+		if (i == 8 || strcmp(proc_kind_name[i], proc_kind_name[i + 1]))
+			printf(" %s %.1f%s", proc_kind_name[i],
+			       (sh->proc_usec[i] + (i && !strcmp(proc_kind_name[i], proc_kind_name[i - 1]) ?
+						    sh->proc_usec[i - 1] : 0)) / 1e6, i < 8 ? "," : "\n");
 	printf("fuzz: ioctls answered ENOMEM: %lu in fault phases (injected), %lu in the others\n",
 	       sh->enomem[1], sh->enomem[0]);
 	if (injected_warnings)
