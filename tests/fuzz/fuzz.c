@@ -114,6 +114,7 @@
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -214,7 +215,7 @@ static void wreport(const char *fmt, ...)
 /* ---- run parameters ------------------------------------------------------ */
 
 static uint64_t opt_seed;
-static unsigned int opt_seconds = 60;
+static double opt_seconds = 60;
 static unsigned long opt_ops;		/* 0: no limit */
 static uint64_t opt_memlock = 8 * MiB;
 static unsigned int opt_uid = NOBODY;
@@ -1514,17 +1515,9 @@ static void reap_kids(struct wstate *w, bool block)
 	for (int i = 0; i < NKIDS; i++) {
 		if (w->kids[i] <= 0)
 			continue;
-		if (block) {
-			double t = now() + 3;
-
-			while (waitpid(w->kids[i], NULL, WNOHANG) == 0) {
-				if (now() > t) {
-					kill(w->kids[i], SIGKILL);
-					waitpid(w->kids[i], NULL, 0);
-					break;
-				}
-				usleep(5000);
-			}
+		if (block) {	/* the end of the phase: kill -9 once more */
+			kill(w->kids[i], SIGKILL);
+			waitpid(w->kids[i], NULL, 0);
 			w->kids[i] = 0;
 		} else if (waitpid(w->kids[i], NULL, WNOHANG) != 0) {
 			w->kids[i] = 0;
@@ -2246,7 +2239,7 @@ static int run_phase(const char *phase, double seconds)
 		faults_setup(true);
 		faults_before = faults_injected();
 	}
-	printf("fuzz: phase %s: seed %#" PRIx64 ", %.0f s\n", phase, pseed, seconds);
+	printf("fuzz: phase %s: seed %#" PRIx64 ", %g s\n", phase, pseed, seconds);
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0) {
@@ -2384,7 +2377,7 @@ int main(int argc, char **argv)
 			seed_given = true;
 			i++;
 		} else if (!strcmp(a, "--seconds") && v) {
-			opt_seconds = (unsigned int)strtoul(v, NULL, 0);
+			opt_seconds = strtod(v, NULL);
 			i++;
 		} else if (!strcmp(a, "--phases") && v) {
 			snprintf(opt_phases, sizeof(opt_phases), "%s", v);
@@ -2458,11 +2451,15 @@ int main(int argc, char **argv)
 	}
 	if (!nphases)
 		usage();
-	printf("fuzz: seed %#" PRIx64 ", %u s, phases", opt_seed, opt_seconds);
+	printf("fuzz: seed %#" PRIx64 ", %g s, phases", opt_seed, opt_seconds);
 	for (int i = 0; i < nphases; i++)
 		printf(" %s", phases[i]);
-	printf(", RLIMIT_MEMLOCK of uid %u: %" PRIu64 " bytes, kernel %s\n", opt_uid, opt_memlock,
-	       "(see uname -r)");
+	{
+		struct utsname u;
+
+		printf(", RLIMIT_MEMLOCK of uid %u: %" PRIu64 " bytes, kernel %s\n", opt_uid, opt_memlock,
+		       uname(&u) ? "?" : u.release);
+	}
 	if (have_faults && opt_faults) {
 		char inj[4096] = "";
 
@@ -2478,7 +2475,7 @@ int main(int argc, char **argv)
 	}
 	check_kmsg(false);
 	for (int i = 0; i < nphases; i++) {
-		int fi = run_phase(phases[i], (double)opt_seconds / nphases);
+		int fi = run_phase(phases[i], opt_seconds / nphases);
 
 		if (fi > 0)
 			faults_total += fi;
@@ -2497,7 +2494,7 @@ int main(int argc, char **argv)
 	}
 	check_kmsg(false);
 
-	printf("fuzz: summary: seed %#" PRIx64 ", %u s asked, %.0f s taken\n", opt_seed, opt_seconds,
+	printf("fuzz: summary: seed %#" PRIx64 ", %g s asked, %.0f s taken\n", opt_seed, opt_seconds,
 	       now() - t_start);
 	printf("fuzz: calls:");
 	for (int i = 0; i < C_NCAT; i++)
@@ -2529,12 +2526,12 @@ int main(int argc, char **argv)
 		printf("fuzz: report %d: [phase %s, phase seed %#" PRIx64 ", op %lu] %s\n", i + 1,
 		       r->phase, r->seed, r->op, r->msg);
 		if (strcmp(r->phase, "end") && strcmp(r->phase, "setup"))
-			printf("fuzz:   replay: make fuzz FUZZ_SEED=%#" PRIx64 " FUZZ_SECONDS=%.0f FUZZ_PHASES=%s"
-			       "   (in a VM: fuzz --seed %#" PRIx64 " --seconds %.0f --phases %s)\n",
-			       opt_seed, (double)opt_seconds / nphases, r->phase, opt_seed,
-			       (double)opt_seconds / nphases, r->phase);
+			printf("fuzz:   replay: make fuzz FUZZ_SEED=%#" PRIx64 " FUZZ_SECONDS=%g FUZZ_PHASES=%s"
+			       "   (in a VM: fuzz --seed %#" PRIx64 " --seconds %g --phases %s)\n",
+			       opt_seed, opt_seconds / nphases, r->phase, opt_seed,
+			       opt_seconds / nphases, r->phase);
 		else
-			printf("fuzz:   replay: make fuzz FUZZ_SEED=%#" PRIx64 " FUZZ_SECONDS=%u\n",
+			printf("fuzz:   replay: make fuzz FUZZ_SEED=%#" PRIx64 " FUZZ_SECONDS=%g\n",
 			       opt_seed, opt_seconds);
 	}
 	return nreports ? 1 : 0;

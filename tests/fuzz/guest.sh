@@ -4,7 +4,7 @@
 #
 #   SP_FUZZ_SEEDS    seeds, "random" for a fresh one (default: "0x5eed random",
 #                    a fixed seed and a random one, as make check runs it)
-#   SP_FUZZ_SECONDS  seconds of fuzzing per seed (default 50)
+#   SP_FUZZ_SECONDS  seconds of fuzzing per seed (default 45)
 #   SP_FUZZ_PHASES   phases (default: the fuzzer's, root,user,fault-root,fault-user)
 #   SP_FUZZ_KMEMLEAK 1: the fuzzer scans with kmemleak before and after (about
 #                    a minute on the debug kernel under TCG); default 0: the
@@ -16,7 +16,7 @@ set -u
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 out=${SP_OUT:-/tmp}
 seeds=${SP_FUZZ_SEEDS:-0x5eed random}
-secs=${SP_FUZZ_SECONDS:-50}
+secs=${SP_FUZZ_SECONDS:-45}
 bin=build/tests/fuzz
 read -r -a list <<< "$seeds"
 echo "TAP version 13"
