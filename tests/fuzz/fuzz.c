@@ -27,7 +27,9 @@
  *            (valid and invalid flags), udmabuf from a sealed memfd, the
  *            system dma-heap, vgem dumb buffers (when loaded), IMPORT of
  *            those and of the module's own exports at random VAs, offsets
- *            and lengths, UNIMPORT, IMPORT_INFO, closing fds under imports.
+ *            and lengths, UNIMPORT, IMPORT_INFO, closing fds under imports;
+ *            vgem importing exports (a device attaching and mapping them,
+ *            DMA-API debug watching) and letting go.
  *   netlink  the "strixpeer" generic netlink family: every command, do and
  *            dump, with valid, wrong-typed, short, long, unknown, nested and
  *            truncated attributes, lying header lengths, config-set attempts
@@ -75,8 +77,9 @@
  *
  * What it does not cover: PeerDirect registrations (no ibv_reg_mr, no
  * sp_peersim MRs: peer_registrations is only checked to stay 0), RDMA
- * traffic, devices attaching to exports other than through vgem's import of
- * udmabuf/heap buffers (never), the 32-bit compat ioctl path, fail_function
+ * traffic, importers other than vgem (sp_peersim's dynamic importer, move
+ * notifications, sp_gpusim's moving buffers), the 32-bit compat ioctl path,
+ * data integrity (bytes are written and read, never compared), fail_function
  * (the module marks no function ALLOW_ERROR_INJECTION; reported as unused),
  * rmmod/insmod while busy, memory cgroups, module parameters written through
  * sysfs, CPU hotplug and real memory pressure. Reproducibility: the choices
@@ -599,6 +602,7 @@ struct wstate {
 	uint64_t live_bytes;		/* bytes allocated (upper bound of what is held) */
 	int nl, nl_ev;
 	int udmabuf, heap, vgem;
+	uint32_t gem[8];		/* vgem's imports of dma-bufs (attachments), 0: none */
 	pid_t kids[NKIDS];
 	double deadline;
 	uint64_t max_alloc;
@@ -794,8 +798,12 @@ static void close_dev(struct wstate *w, int i)
 }
 
 /* Drops everything this worker holds (bounds memory; also exercises close paths). */
+static void gem_close(struct wstate *w, int i);
+
 static void reset_all(struct wstate *w)
 {
+	for (int i = 0; i < 8; i++)
+		gem_close(w, i);
 	for (int i = 0; i < NSLOT; i++)
 		if (w->s[i].len || one_in(&w->r, 4))
 			slot_clear(w, i);
@@ -1163,8 +1171,24 @@ struct drm_prime_handle_ {
 	int32_t fd;
 };
 
+struct drm_gem_close_ {
+	uint32_t handle, pad;
+};
+
 #define DRM_IOCTL_MODE_CREATE_DUMB_ _IOWR('d', 0xB2, struct drm_create_dumb_)
 #define DRM_IOCTL_PRIME_HANDLE_TO_FD_ _IOWR('d', 0x2d, struct drm_prime_handle_)
+#define DRM_IOCTL_PRIME_FD_TO_HANDLE_ _IOWR('d', 0x2e, struct drm_prime_handle_)
+#define DRM_IOCTL_GEM_CLOSE_ _IOW('d', 0x09, struct drm_gem_close_)
+
+/* vgem lets go of what it imported (its attachment goes with the last handle) */
+static void gem_close(struct wstate *w, int i)
+{
+	struct drm_gem_close_ c = { .handle = w->gem[i] };
+
+	if (w->gem[i] && w->vgem >= 0)
+		ioctl(w->vgem, DRM_IOCTL_GEM_CLOSE_, &c);
+	w->gem[i] = 0;
+}
 
 static int open_vgem(void)
 {
@@ -1188,7 +1212,26 @@ static int open_vgem(void)
 static void op_dmabuf(struct wstate *w)
 {
 	count(C_DMABUF);
-	switch (below(&w->r, 9)) {
+	switch (below(&w->r, 11)) {
+	case 9: {	/* vgem imports a dma-buf: a device attaches and maps it (DMA-API debug watches) */
+		int k = pick_db(w), g = (int)below(&w->r, 8);
+		struct drm_prime_handle_ ph = { .flags = 0 };
+
+		if (k < 0 || w->vgem < 0)
+			return;
+		gem_close(w, g);
+		ph.fd = w->d[k].fd;
+		if (ioctl(w->vgem, DRM_IOCTL_PRIME_FD_TO_HANDLE_, &ph) == 0) {
+			for (int i = 0; i < 8; i++)	/* the same dma-buf again: the same handle */
+				if (w->gem[i] == ph.handle)
+					return;
+			w->gem[g] = ph.handle;
+		}
+		break;
+	}
+	case 10:
+		gem_close(w, (int)below(&w->r, 8));
+		break;
 	case 0:
 	case 1: {	/* export a live buffer, sane flags mostly */
 		int bi = live_buf(w);
