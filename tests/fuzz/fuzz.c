@@ -186,7 +186,8 @@ struct shared {
 	unsigned long nreports;
 	unsigned long usec[C_NCAT];	/* time spent per category (the worker's loop) */
 	unsigned long proc_usec[9];	/* ... and per kind of process/fd operation */
-	unsigned long enomem[2];	/* ioctls answered ENOMEM: [0] plain phases, [1] fault phases */
+	unsigned long enomem[2];
+	unsigned long ok[6];		/* calls that succeeded, by kind (coverage) */	/* ioctls answered ENOMEM: [0] plain phases, [1] fault phases */
 	struct {
 		unsigned long op;
 		char msg[240];
@@ -194,6 +195,15 @@ struct shared {
 };
 
 static struct shared *sh;
+
+enum ok_kind { OK_ALLOC, OK_MMAP, OK_EXPORT, OK_IMPORT, OK_ATTACH, OK_FORK };
+static const char *const ok_name[6] = { "allocs", "buffer mmaps", "exports", "imports",
+					"vgem attachments", "forks" };
+
+static void ok(enum ok_kind k)
+{
+	__atomic_add_fetch(&sh->ok[k], 1, __ATOMIC_RELAXED);
+}
 
 static void count(enum cat c)
 {
@@ -926,8 +936,10 @@ static void op_ioctl(struct wstate *w)
 		if (w->live_bytes > w->max_alloc * 4 && fd == w->dev[di])
 			break;
 		if (fuzz_ioctl(w, fd, STRIXPEER_IOC_BUF_ALLOC, &a, sizeof(a)) == 0 && fd == w->dev[di] &&
-		    fd >= 0)
+		    fd >= 0) {
+			ok(OK_ALLOC);
 			add_buf(w, di, &a);
+		}
 		break;
 	}
 	case 3: {
@@ -958,6 +970,7 @@ static void op_ioctl(struct wstate *w)
 		if (fuzz_ioctl(w, fd, STRIXPEER_IOC_BUF_EXPORT, &e, sizeof(e)) == 0 && e.fd >= 0) {
 			struct stat st;
 
+			ok(OK_EXPORT);
 			if (fstat(e.fd, &st) == 0)
 				add_db(w, e.fd, (uint64_t)st.st_size, DB_EXPORT);
 		}
@@ -983,7 +996,8 @@ static void op_ioctl(struct wstate *w)
 		case 2: im.va = (uintptr_t)scratch; break;
 		default: break;
 		}
-		if (fuzz_ioctl(w, fd, STRIXPEER_IOC_IMPORT, &im, sizeof(im)) == 0 && fd == w->dev[di])
+		if (fuzz_ioctl(w, fd, STRIXPEER_IOC_IMPORT, &im, sizeof(im)) == 0 && fd == w->dev[di] &&
+		    (ok(OK_IMPORT), true))
 			for (int i = 0; i < NIMP; i++)
 				if (!w->im[i].live) {
 					w->im[i] = (struct fimp){ .dev = di, .handle = im.handle, .live = true };
@@ -1086,6 +1100,7 @@ static void op_mmap(struct wstate *w)
 		slot_clear(w, s);
 		return;
 	}
+	ok(OK_MMAP);
 	w->s[s].len = len;
 	w->s[s].buf = bi;
 	w->s[s].db = -1;
@@ -1217,11 +1232,26 @@ static void op_dmabuf(struct wstate *w)
 		int k = pick_db(w), g = (int)below(&w->r, 8);
 		struct drm_prime_handle_ ph = { .flags = 0 };
 
-		if (k < 0 || w->vgem < 0)
+		if (w->vgem < 0)
+			return;
+		if (one_in(&w->r, 3)) {	/* a second export of a buffer vgem may hold already */
+			int bi = live_buf(w);
+			struct strixpeer_buf_export e = { .flags = STRIXPEER_EXPORT_CLOEXEC };
+
+			if (bi >= 0) {
+				e.handle = w->b[bi].handle;
+				if (ioctl(w->dev[w->b[bi].dev], STRIXPEER_IOC_BUF_EXPORT, &e) == 0) {
+					ok(OK_EXPORT);
+					k = add_db(w, e.fd, w->b[bi].size, DB_EXPORT);
+				}
+			}
+		}
+		if (k < 0 || w->d[k].fd < 0)
 			return;
 		gem_close(w, g);
 		ph.fd = w->d[k].fd;
 		if (ioctl(w->vgem, DRM_IOCTL_PRIME_FD_TO_HANDLE_, &ph) == 0) {
+			ok(OK_ATTACH);
 			for (int i = 0; i < 8; i++)	/* the same dma-buf again: the same handle */
 				if (w->gem[i] == ph.handle)
 					return;
@@ -1240,8 +1270,10 @@ static void op_dmabuf(struct wstate *w)
 		if (bi < 0)
 			return;
 		e.handle = w->b[bi].handle;
-		if (ioctl(w->dev[w->b[bi].dev], STRIXPEER_IOC_BUF_EXPORT, &e) == 0)
+		if (ioctl(w->dev[w->b[bi].dev], STRIXPEER_IOC_BUF_EXPORT, &e) == 0) {
+			ok(OK_EXPORT);
 			add_db(w, e.fd, w->b[bi].size, DB_EXPORT);
+		}
 		break;
 	}
 	case 2: {	/* udmabuf from a sealed memfd */
@@ -1350,7 +1382,7 @@ static void op_dmabuf(struct wstate *w)
 			im.va += cut;
 			im.length -= cut;
 		}
-		if (ioctl(w->dev[di], STRIXPEER_IOC_IMPORT, &im) == 0)
+		if (ioctl(w->dev[di], STRIXPEER_IOC_IMPORT, &im) == 0 && (ok(OK_IMPORT), true))
 			for (int i = 0; i < NIMP; i++)
 				if (!w->im[i].live) {
 					w->im[i] = (struct fimp){ .dev = di, .handle = im.handle, .live = true };
@@ -1712,6 +1744,8 @@ static void op_proc(struct wstate *w)
 		if (k < 0)
 			return;
 		pid = fork();
+		if (pid > 0)
+			ok(OK_FORK);
 		if (pid == 0) {
 			w->r.s = seed;
 			w->deadline = now() + 1.5;
@@ -2556,6 +2590,9 @@ int main(int argc, char **argv)
 			printf(" %s %.1f%s", proc_kind_name[i],
 			       (sh->proc_usec[i] + (i && !strcmp(proc_kind_name[i], proc_kind_name[i - 1]) ?
 						    sh->proc_usec[i - 1] : 0)) / 1e6, i < 8 ? "," : "\n");
+	printf("fuzz: succeeded:");
+	for (int i = 0; i < 6; i++)
+		printf(" %s %lu%s", ok_name[i], sh->ok[i], i < 5 ? "," : "\n");
 	printf("fuzz: ioctls answered ENOMEM: %lu in fault phases (injected), %lu in the others\n",
 	       sh->enomem[1], sh->enomem[0]);
 	if (injected_warnings)
