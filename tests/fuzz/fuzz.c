@@ -33,7 +33,8 @@
  *   netlink  the "strixpeer" generic netlink family: every command, do and
  *            dump, with valid, wrong-typed, short, long, unknown, nested and
  *            truncated attributes, lying header lengths, config-set attempts
- *            (as root with valid values, restored afterwards; as nobody
+ *            (as root sane and random values, the start's configuration
+ *            restored often and at the end of the phase; as nobody
  *            anything), joining the "events" group, dumps left unread or
  *            abandoned halfway.
  *   proc/fd  fork (children use inherited fds and mappings), kill -9 at a
@@ -66,9 +67,10 @@
  *    recursive locking, DMA-API, refcount_t, general protection, Call Trace;
  *    in fault phases an allocation-failure warning (warn_alloc) and the
  *    trace after it are counted as injected, not reported;
- *  - kmemleak (debug kernel): a scan at the start and at the end; objects
- *    new in the end scan are reported (kmemleak cannot say when an object
- *    leaked: in a shared VM it may be someone else's);
+ *  - kmemleak (debug kernel; --no-kmemleak leaves it to the suite's own scan
+ *    at its end, as tests/fuzz/guest.sh does: each scan takes 30-50 s under
+ *    TCG): a scan at the start and at the end; objects new in the end scan
+ *    are reported (kmemleak cannot say when an object leaked);
  *  - a worker that crashed (a signal other than our SIGKILL), hung past
  *    its deadline, or a process that cannot be reaped after SIGKILL.
  * Errnos are not judged: the module's refusals change (see issue 16); a
@@ -925,6 +927,26 @@ static void op_ioctl(struct wstate *w)
 	}
 	case 1:
 	case 2: {
+		if (fd == w->dev[di] && fd >= 0 && one_in(&w->r, 2)) {
+			/* a sane one: the objects every other call works on */
+			uint64_t unit = one_in(&w->r, 2) ? 2 * MiB : 64 * 1024;
+			struct strixpeer_buf_alloc a = {
+				.size = (below(&w->r, 8) + 1) * unit,
+				.node = one_in(&w->r, 2) ? STRIXPEER_NODE_DEFAULT : (uint32_t)below(&w->r, 2),
+				.flags = (uint32_t)below(&w->r, 3),
+			};
+
+			if (a.size > w->max_alloc)
+				a.size = w->max_alloc / 2;
+			if (w->live_bytes > w->max_alloc * 4)
+				break;
+			count(C_IOCTL);
+			if (ioctl(fd, STRIXPEER_IOC_BUF_ALLOC, &a) == 0) {
+				ok(OK_ALLOC);
+				add_buf(w, di, &a);
+			}
+			break;
+		}
 		struct strixpeer_buf_alloc a = {
 			.size = pick_size(w), .node = pick_node(w),
 			.flags = pick_flags(w, STRIXPEER_ALLOC_FLAGS),
@@ -1205,21 +1227,33 @@ static void gem_close(struct wstate *w, int i)
 	w->gem[i] = 0;
 }
 
+struct drm_version_ {
+	int version_major, version_minor, version_patchlevel;
+	size_t name_len;
+	char *name;
+	size_t date_len;
+	char *date;
+	size_t desc_len;
+	char *desc;
+};
+
+#define DRM_IOCTL_VERSION_ _IOWR('d', 0x00, struct drm_version_)
+
+/* The vgem card (DRM_IOCTL_VERSION names the driver), or -1. */
 static int open_vgem(void)
 {
 	for (int i = 0; i < 16; i++) {
-		char path[64], name[64], link[128];
-		ssize_t n;
+		char path[64], name[16] = "";
+		struct drm_version_ v = { .name_len = sizeof(name) - 1, .name = name };
+		int fd;
 
-		snprintf(link, sizeof(link), "/sys/class/drm/card%d/device/driver", i);
-		n = readlink(link, name, sizeof(name) - 1);
-		if (n <= 0)
-			continue;
-		name[n] = 0;
-		if (!strstr(name, "vgem"))
-			continue;
 		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
-		return open(path, O_RDWR | O_CLOEXEC);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (ioctl(fd, DRM_IOCTL_VERSION_, &v) == 0 && !strcmp(name, "vgem"))
+			return fd;
+		close(fd);
 	}
 	return -1;
 }
@@ -2029,6 +2063,9 @@ static void worker(const char *phase, uint64_t seed, double seconds)
 	w.udmabuf = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
 	w.heap = open("/dev/dma_heap/system", O_RDWR | O_CLOEXEC);
 	w.vgem = open_vgem();
+	if (w.udmabuf < 0 || w.heap < 0 || w.vgem < 0)
+		printf("fuzz: %s: exporters absent:%s%s%s\n", phase, w.udmabuf < 0 ? " udmabuf" : "",
+		       w.heap < 0 ? " dma-heap" : "", w.vgem < 0 ? " vgem" : "");
 	close(kmsg);
 	/* before dropping privileges: /proc/self/ is root's afterwards; inherited by children */
 	if (w.faults && !write_file("/proc/self/make-it-fail", "1"))
