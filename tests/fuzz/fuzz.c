@@ -189,7 +189,9 @@ struct shared {
 	unsigned long usec[C_NCAT];	/* time spent per category (the worker's loop) */
 	unsigned long proc_usec[9];	/* ... and per kind of process/fd operation */
 	unsigned long enomem[2];
-	unsigned long ok[6];		/* calls that succeeded, by kind (coverage) */	/* ioctls answered ENOMEM: [0] plain phases, [1] fault phases */
+	unsigned long ok[6];		/* calls that succeeded, by kind (coverage) */
+	unsigned long unguarded;	/* SIGSEGV/SIGBUS our handler saw outside touch() */
+	unsigned long fault_addr;
 	struct {
 		unsigned long op;
 		char msg[240];
@@ -620,15 +622,25 @@ struct wstate {
 	uint64_t max_alloc;
 };
 
-/* volatile: the stores around the access must not be merged away */
 static pid_t worker_pid;	/* time is accounted in the worker only, not its children */
 
+/* volatile: the stores around the access must not be merged away */
 static __thread sigjmp_buf *volatile guard_jb;
 
-static void on_fault(int sig)
+/*
+ * A fault outside touch() is the fuzzer's (or the kernel's) fault: noted in
+ * the shared page, then fatal. When the kernel cannot even build the signal
+ * frame (an injected allocation failure while it faults in the stack), it
+ * kills with SIGSEGV without running this handler (force_sigsegv): the
+ * supervisor tells the two apart by this note.
+ */
+static void on_fault(int sig, siginfo_t *si, void *uc)
 {
+	(void)uc;
 	if (guard_jb)
 		siglongjmp(*guard_jb, sig);
+	sh->unguarded++;
+	sh->fault_addr = (unsigned long)si->si_addr;
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -2033,7 +2045,9 @@ static void run_ops(struct wstate *w, unsigned long n)
 static void worker(const char *phase, uint64_t seed, double seconds)
 {
 	struct wstate w;
-	struct sigaction sa = { .sa_handler = on_fault, .sa_flags = SA_NODEFER };
+	struct sigaction sa = { .sa_sigaction = on_fault, .sa_flags = SA_NODEFER | SA_SIGINFO | SA_ONSTACK };
+	static char altstack[65536];
+	stack_t ss = { .ss_sp = altstack, .ss_size = sizeof(altstack) };
 	char *base;
 
 	memset(&w, 0, sizeof(w));
@@ -2048,6 +2062,9 @@ static void worker(const char *phase, uint64_t seed, double seconds)
 		w.dev[i] = -1;
 	for (int i = 0; i < NDB; i++)
 		w.d[i].fd = -1;
+	/* a signal stack faulted in before any injection: frames never need a new page */
+	memset(altstack, 1, sizeof(altstack));
+	sigaltstack(&ss, NULL);
 	sigaction(SIGSEGV, &sa, NULL);
 	sigaction(SIGBUS, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
@@ -2128,7 +2145,7 @@ static void report(const char *fmt, ...)
 }
 
 /* Kernel log records since the last call; complaints become reports. */
-static unsigned long injected_warnings;
+static unsigned long injected_warnings, injected_kills;
 
 static void check_kmsg(bool fault_phase)
 {
@@ -2343,6 +2360,7 @@ static int run_phase(const char *phase, double seconds)
 	have_before = config_get(&before) == 0 && before.len > 0;
 	sh->op = 0;
 	sh->nreports = 0;
+	sh->unguarded = 0;
 	if (stat(dev_path, &dev_st)) {
 		report("%s: %s", dev_path, strerror(errno));
 		return -1;
@@ -2397,10 +2415,25 @@ static int run_phase(const char *phase, double seconds)
 		}
 		usleep(50000);
 	}
-	if (WIFSIGNALED(status))
-		report("worker killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
-	else if (WEXITSTATUS(status))
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+
+		if (faults && sig == SIGSEGV && !sh->unguarded) {
+			printf("fuzz: %s: worker killed by SIGSEGV without its handler running: the kernel "
+			       "could not deliver a signal (force_sigsegv) under an injected failure; not a report\n",
+			       phase);
+			injected_kills++;
+		} else {
+			if (sh->unguarded)
+				report("worker killed by signal %d (%s) at address %#lx outside a guarded "
+				       "access (the fuzzer's bug, or the kernel's)", sig, strsignal(sig),
+				       sh->fault_addr);
+			else
+				report("worker killed by signal %d (%s)", sig, strsignal(sig));
+		}
+	} else if (WEXITSTATUS(status)) {
 		report("worker exited with status %d", WEXITSTATUS(status));
+	}
 	kill(-pid, SIGKILL);	/* whatever the worker left behind */
 	{
 		double t = now() + 30;
@@ -2632,6 +2665,9 @@ int main(int argc, char **argv)
 		printf(" %s %lu%s", ok_name[i], sh->ok[i], i < 5 ? "," : "\n");
 	printf("fuzz: ioctls answered ENOMEM: %lu in fault phases (injected), %lu in the others\n",
 	       sh->enomem[1], sh->enomem[0]);
+	if (injected_kills)
+		printf("fuzz: %lu workers killed by the kernel's force_sigsegv under injection (not reports)\n",
+		       injected_kills);
 	if (injected_warnings)
 		printf("fuzz: %lu allocation-failure warnings under injection (expected, not reports)\n",
 		       injected_warnings);

@@ -42,7 +42,7 @@ for seed in "${list[@]}"; do
 	"$bin" "${args[@]}" > "$log" 2>&1
 	r=$?
 	took=$(( $(date +%s) - t0 ))
-	grep -E '^fuzz: (seed|phase .*:.* ops|summary|calls|reports|report|  *replay|.*left out|.*not used|.*warnings|unprivileged|kmemleak scan|seconds spent|succeeded|ioctls answered|.*exporters absent)' "$log" |
+	grep -E '^fuzz: (seed|phase .*:.* ops|summary|calls|reports|report|  *replay|.*left out|.*not used|.*warnings|unprivileged|kmemleak scan|seconds spent|succeeded|ioctls answered|.*exporters absent|.*force_sigsegv.*)' "$log" |
 		sed 's/^/# /'
 	case $r in
 	0) echo "ok $n fuzz_seed_${seed}_${secs}s # ${took} s" ;;
