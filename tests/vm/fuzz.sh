@@ -13,6 +13,8 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 out=$PWD/build/fuzz
 secs=${FUZZ_SECONDS:-600}
+isecs=${secs%%.*}	# whole seconds for the timeouts (a phase's replay may be 22.5)
+isecs=${isecs:-0}
 rm -rf "$out"
 mkdir -p "$out"
 echo "fuzz: building the fuzzer and test programs"
@@ -31,9 +33,9 @@ tests/vm/build-module.sh "$kver" > "$out/build-module.log" 2>&1 ||
 	{ tail -n 20 "$out/build-module.log"; exit 1; }
 seed=${FUZZ_SEED:-}
 [ -n "$seed" ] || seed=$(printf '%#x' "$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')")
-echo "fuzz: seed $seed, $secs s on $kver${FUZZ_PHASES:+, phases $FUZZ_PHASES} (VM: about 2 minutes more)"
+echo "fuzz: seed $seed, $secs s on $kver${FUZZ_PHASES:+, phases $FUZZ_PHASES} (the VM adds 3-6 minutes)"
 SP_FUZZ_SEEDS=$seed SP_FUZZ_SECONDS=$secs SP_FUZZ_PHASES=${FUZZ_PHASES:-} \
-	tests/vm/run-vm.sh --quiet --timeout $((2 * secs + 1200)) "$kver" "$out" -- \
+	tests/vm/run-vm.sh --quiet --timeout $((2 * isecs + 1200)) "$kver" "$out" -- \
 	tests/vm/guest-suite.sh "$PWD/build/kmod/$kver/strixpeer.ko" fuzz > "$out/run-vm.txt" 2>&1
 vrc=$?
 echo "----------------------------------------------------------------------"
