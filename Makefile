@@ -8,6 +8,8 @@
 #   make examples     examples/ (UCX, Open MPI, PeerDirect flow) in build/examples/
 #   make demo         boot a VM, RDMA-write into a strixpeer buffer, show it
 #   make check        the whole test suite (host checks + one VM per kernel)
+#   make fuzz         the fuzzer (tests/fuzz/) in the debug kernel's VM (else 6.12's)
+#                     for FUZZ_SECONDS (default 600); FUZZ_SEED, FUZZ_PHASES optional
 #   make bench        strixpeerctl bench + perftest calibration in the VM, per
 #                     kernel; results in build/bench/ (docs/performance.md)
 #   make deps         install the Debian/Ubuntu packages the above need
@@ -75,7 +77,7 @@ TEST_BIN := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 TEST_HDR := $(wildcard tests/*.h)
 
 .PHONY: all user lib module module-clean deps check demo install install-lib clean \
-	dkms-install dkms-remove deb uninstall bench FORCE
+	dkms-install dkms-remove deb uninstall bench fuzz FORCE
 
 all: module user examples
 
@@ -157,6 +159,12 @@ $(B)/tests/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(B)/libstrixpeer.a | $(B)/tests
 	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests -o $@ $< $(B)/libstrixpeer.a \
 		-libverbs -lrdmacm -lm $(NL_LIBS) -lpthread
 
+# The fuzzer (tests/fuzz/): raw syscalls and netlink, no library.
+FUZZ_BIN := $(B)/tests/fuzz
+user: $(FUZZ_BIN)
+$(FUZZ_BIN): tests/fuzz/fuzz.c include/uapi/strixpeer.h | $(B)/tests
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -o $@ $< -lpthread
+
 # Library and test compiled together with AddressSanitizer and UBSan.
 $(B)/asan/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(LIB_SRC)
 	@mkdir -p $(B)/asan
@@ -207,6 +215,9 @@ demo: deps
 
 bench: deps user
 	./tests/vm/bench.sh
+
+fuzz: deps
+	./tests/vm/fuzz.sh
 
 install: user install-lib
 

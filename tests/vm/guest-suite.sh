@@ -60,7 +60,7 @@ run_tap() {	# run_tap <name> <command...>: one TAP program, timed
 	local name=$1 start r
 	shift
 	start=$(date +%s)
-	timeout 1500 "$@" > "$out/$name.tap" 2>&1
+	timeout "${tap_timeout:-1500}" "$@" > "$out/$name.tap" 2>&1
 	r=$?
 	echo "$name: exit $r, $(( $(date +%s) - start )) s" | tee -a "$out/timing.txt"
 	case $r in 0|4) return 0 ;; *) return 1 ;; esac
@@ -154,6 +154,15 @@ for t in "${tests[@]}"; do
 			run_tap "$t" "build/asan/${t#asan-}" || rc=1 ;;
 	peer) run_peer modern || rc=1 ;;
 	engines) run_tap engines tests/engines-guest.sh "$sim" "$pdko" || rc=1 ;;	# UCX, Open MPI, gpu_import, amdkfd name
+	fuzz)	# tests/fuzz/: short seeded runs (SP_FUZZ_SEEDS, SP_FUZZ_SECONDS); make fuzz runs it long
+		if [ -z "$debug_kernel" ] && [ -z "$explicit" ]; then
+			gcase ok "fuzz" "# SKIP the fuzzer runs on the debug kernel (KASAN, lockdep, kmemleak, fault injection)"
+		else
+			read -r -a fseeds <<< "${SP_FUZZ_SEEDS:-0x5eed random}"
+			fsecs=${SP_FUZZ_SECONDS:-45}
+			tap_timeout=$(( ${fsecs%%.*}0 / 10 * ${#fseeds[@]} * 2 + 600 )) \
+				run_tap fuzz tests/fuzz/guest.sh || rc=1
+		fi ;;
 	*) run_tap "$t" "build/tests/$t" || rc=1 ;;
 	esac
 done
