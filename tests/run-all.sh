@@ -61,6 +61,21 @@ else
 	tail -n 20 "$out/build-user.log"
 fi
 
+# The VM runs some programs as nobody from the checkout, which it binds at a
+# neutral path (tests/vm/run-vm.sh): whatever lies above the checkout (a
+# clone in root's 0700 home), its own directories and built programs must
+# be readable by other users. Said here, before any VM, rather than as
+# failures deep in the guest's logs.
+unreachable=$(find . build build/tests -maxdepth 0 ! -perm -o=x -print 2> /dev/null
+	find build/strixpeerctl build/libstrixpeer.so* build/tests -maxdepth 1 -type f \
+		-perm -u=x ! -perm -o=rx -print 2> /dev/null)
+if [ -z "$unreachable" ]; then
+	record ok "host/checkout_reachable_by_other_users"
+else
+	record fail "host/checkout_reachable_by_other_users" \
+		"not readable by other users (umask $(umask)?): $(echo "$unreachable" | head -n 3 | tr '\n' ' ')- chmod -R o+rX the checkout"
+fi
+
 # The examples (UCX, Open MPI, rdma_cm; the VM's engine tests run them),
 # and checkpatch on the amdkfd stand-in the VM builds (tests/kmod/amdkfd_stub).
 if make -s examples > "$out/build-examples.log" 2>&1 &&

@@ -12,8 +12,11 @@
 # script again with the host's /bin/sh. Doing the mounts with busybox here is
 # much faster than exec'ing host tools over 9p.
 #
+# The checkout is bound again at /run/strixpeer/repo (SP_GUEST_REPO), a path
+# every user can reach.
+#
 # Stage 2 (PID 1 in the host's root): run the command from the control share
-# as root in the repo with SP_KVER/SP_OUT set; then write dmesg.txt and
+# as root in the checkout's neutral path with SP_KVER/SP_OUT set; then write dmesg.txt and
 # exit-code into the output dir, and power off.
 #
 # Must stay POSIX sh: stage 1 runs under busybox ash, stage 2 under dash.
@@ -63,6 +66,7 @@ stage1() {
 	# SP_KVER SP_OUT SP_REPO SP_KROOT
 	# shellcheck disable=SC1091
 	. $S/ctl/env
+	SP_GUEST_REPO=/run/strixpeer/repo
 	# The pristine host root stays reachable (read-only) in the guest.
 	mount --move /lower $S/host
 	cp /init $S/init
@@ -129,6 +133,14 @@ stage1() {
 	nr mkdir -p "$SP_OUT"
 	nr mount -t 9p -o "$o9p,cache=mmap" spout "$SP_OUT" ||
 		fail "cannot mount the output share on $SP_OUT"
+	# The checkout again at a neutral path that every user can reach,
+	# whatever the modes of the directories above it on the host (a clone
+	# in root's 0700 home): the command runs there, so that programs the
+	# tests run as another user (nobody) are found. rbind: the output
+	# share shows there too when it lies inside the checkout.
+	nr mkdir -p "$SP_GUEST_REPO"
+	nr mount -o rbind "$SP_REPO" "$SP_GUEST_REPO" ||
+		fail "cannot bind the checkout $SP_REPO at $SP_GUEST_REPO"
 
 	hostname strixpeer-vm
 	ip link set lo up
@@ -144,6 +156,7 @@ stage2() {
 	exec </dev/console >/dev/console 2>&1
 	# shellcheck disable=SC1091
 	. /run/strixpeer/ctl/env
+	SP_GUEST_REPO=/run/strixpeer/repo
 
 	# shellcheck disable=SC3045 # dash and busybox have both
 	ulimit -l unlimited 2>/dev/null
@@ -154,7 +167,7 @@ stage2() {
 	say "command starts at uptime ${up}s"
 	# A clean environment; cmd (written by run-vm.sh) exports SP_KVER,
 	# SP_OUT and the forwarded SP_*/STRIXPEER_* variables, then execs.
-	(cd "$SP_REPO" && exec env -i PATH="$PATH" HOME=/root USER=root LOGNAME=root \
+	(cd "$SP_GUEST_REPO" && exec env -i PATH="$PATH" HOME=/root USER=root LOGNAME=root \
 		LANG=C.UTF-8 TERM=dumb /bin/sh /run/strixpeer/ctl/cmd) </dev/null
 	rc=$?
 	read -r up _ </proc/uptime

@@ -11,8 +11,11 @@
 # discarded at poweroff), /lib/modules/<kver> from the unpacked kernel root,
 # fresh /proc /sys /dev /dev/shm /run /tmp, debugfs, tracefs, cgroup2,
 # hugetlbfs, configfs where the kernel has it. <outdir> (a host directory,
-# created if missing) is shared read-write at the same path. The command runs
-# in the repo root with stdin /dev/null and a clean environment: PATH, HOME,
+# created if missing) is shared read-write at the same path. The repo is
+# also bound at /run/strixpeer/repo, a path every user can reach whatever
+# the modes of the directories above the checkout (a clone in root's 0700
+# home): the command runs there (relative paths such as build/strixpeerctl
+# work for nobody too), with stdin /dev/null and a clean environment: PATH, HOME,
 # SP_KVER=<kver>, SP_OUT=<outdir>, plus the caller's SP_*/STRIXPEER_* vars.
 # VM: q35, 2 vCPUs (2 sockets), 2 GiB in two NUMA nodes of 1 GiB (cpu 0 on
 # node 0, cpu 1 on node 1), single-threaded TCG (STRIXPEER_VM_MTTCG=1 for
