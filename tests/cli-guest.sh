@@ -34,10 +34,13 @@ nobody() {	# nobody <command...>: as an unprivileged user
 }
 hold() {	# hold <name> <MiB>: a process holding a buffer until unhold; $<name>=pid
 	"$hold" "$2" > "$tmp/$1.out" 2>&1 < /dev/null &
-	for _ in $(seq 100); do
+	local hpid=$!
+	for _ in $(seq 1200); do	# until it is ready or gone, at most 120 s
 		grep -q ready "$tmp/$1.out" && break
+		kill -0 "$hpid" 2> /dev/null || break
 		sleep 0.1
 	done
+	grep -q ready "$tmp/$1.out" || echo "# holder $hpid not ready: $(cat "$tmp/$1.out")"
 	eval "$1=$(awk '/^ready/ {print $2}' "$tmp/$1.out")"
 }
 unhold() {	# unhold <name>: the holder exits, and its buffer goes with it
@@ -222,7 +225,15 @@ result $? "config_set_applies"
 hold p3 2
 unhold p3
 $ctl config set max_buf_size "$old"
-sleep 1
+# both monitors have printed the last event (the restore's config event,
+# after the buffer's buf-freed) before they are stopped; at most 60 s
+seen_restore() { awk '/buf-freed/ { f = 1 } f && /config/ { ok = 1 } END { exit !ok }' "$1"; }
+for _ in $(seq 600); do
+	seen_restore "$tmp/events.json" && seen_restore "$tmp/events.txt" && break
+	sleep 0.1
+done
+seen_restore "$tmp/events.json" && seen_restore "$tmp/events.txt" ||
+	echo "# the monitors did not print the restore's config event within 60 s"
 kill "$mon" "$mon2"
 wait "$mon" "$mon2" 2>/dev/null
 python3 - "$tmp/events.json" "$p3" <<'EOF'

@@ -395,6 +395,7 @@ static void test_reimport_export(void)
 /* Counters and events of the control plane. */
 struct ev_log {
 	struct sp_ctl *ctl;
+	int joined;	/* a config event arrived: the monitor is in the group */
 	int want;
 	int got[8];
 	char device[64];
@@ -404,6 +405,8 @@ static int on_export_event(const struct sp_event *ev, void *arg)
 {
 	struct ev_log *l = arg;
 
+	if (ev->type == SP_EVENT_CONFIG)
+		__atomic_store_n(&l->joined, 1, __ATOMIC_RELEASE);
 	if (ev->type != SP_EVENT_EXPORT || ev->pid == 0)
 		return 0;
 	if ((unsigned int)ev->export_event < 8)
@@ -425,6 +428,7 @@ static void test_export_counters_and_events(void)
 {
 	struct ev_log l = { 0 };
 	struct sp_counters c0, c1;
+	struct sp_config cfg;
 	uint32_t gem;
 	struct sp_ctl *ctl;
 	int card = sp_vgem_card();
@@ -437,7 +441,13 @@ static void test_export_counters_and_events(void)
 	CHECK(sp_ctl_stats(ctl, &c0) == 0, "%s", sp_errmsg());
 	CHECK(sp_ctl_open(&l.ctl) == 0, "%s", sp_errmsg());
 	CHECK_OK(pthread_create(&t, NULL, monitor_thread, &l));
-	usleep(300000);	/* the monitor joins the group */
+	/* the monitor is in the group once it sees a config event (at most 60 s) */
+	CHECK(sp_ctl_config_get(ctl, &cfg) == 0, "%s", sp_errmsg());
+	for (int i = 0; i < 600 && !__atomic_load_n(&l.joined, __ATOMIC_ACQUIRE); i++) {
+		CHECK(sp_ctl_config_set(ctl, &cfg, SP_CONFIG_REQUIRE_HUGE) == 0, "%s", sp_errmsg());
+		usleep(100000);
+	}
+	CHECK(__atomic_load_n(&l.joined, __ATOMIC_ACQUIRE), "the monitor saw no config event in 60 s");
 	xb_new(&x, MiB, 81);
 	gem = sp_vgem_import(card, x.fd);
 	CHECK(sp_ctl_stats(ctl, &c1) == 0, "%s", sp_errmsg());

@@ -103,7 +103,7 @@ names peer-names-clash other || prc=1
 # the module still moves data: gpu_import over rxe, registration plain
 timeout 120 build/examples/gpu_import -l 198.18.0.2 13380 $((4 << 20)) > "$out/gpu-clash.log" 2>&1 &
 tpid=$!
-for _ in $(seq 300); do grep -Eq 'listening|gpu_import:' "$out/gpu-clash.log" && break; sleep 0.1; done
+for _ in $(seq 1200); do grep -Eq 'listening|gpu_import:' "$out/gpu-clash.log" && break; sleep 0.1; done
 timeout 120 build/examples/gpu_import 198.18.0.2 13380 $((4 << 20)) >> "$out/gpu-clash.log" 2>&1 &&
 	wait $tpid && grep -q 'every byte verified through the GPU-side mapping' "$out/gpu-clash.log"
 result $? "strixpeer_without_peerdirect_still_moves_data"

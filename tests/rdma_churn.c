@@ -23,8 +23,9 @@
  * completion, nothing in dmesg - did not reproduce here (6.1, 6.12, sid:
  * thousands of iterations per case, strixpeer and mmap alike). On these
  * kernels a WRITE with a stale rkey, a stale address or beyond the MR
- * fails at once with IBV_WC_REM_ACCESS_ERR on the sender (both QPs ERR;
- * stale_keys_fail_loudly checks it). The reported state is what rxe shows
+ * fails at once with IBV_WC_REM_ACCESS_ERR on the sender, and both QPs
+ * then reach ERR (the requester's just after its completion is posted:
+ * stale_keys_fail_loudly waits for the state, bounded). The reported state is what rxe shows
  * when the responder is in ERR and no NAK reaches the requester (an error
  * that sends none, e.g. a receive CQ overflow, or a QP the application
  * moved to ERR) while the requester's retry_cnt is 7: rxe_comp.c never
@@ -159,6 +160,23 @@ static enum ibv_qp_state qp_state(struct node *n)
 	if (ibv_query_qp(n->qp, &a, IBV_QP_STATE, &ia))
 		return (enum ibv_qp_state)-1;
 	return a.qp_state;
+}
+
+/*
+ * Wait until @n's QP reaches @want, at most c->wait_ms. rxe's completer
+ * posts the error completion before it moves the QP to ERR (rxe_comp.c:
+ * do_complete() then rxe_qp_error()), so the requester's state may still
+ * read RTS just after its error completion; the responder moves when the
+ * NAK is sent. Returns the last state read.
+ */
+static enum ibv_qp_state wait_qp_state(struct churn *c, struct node *n, enum ibv_qp_state want)
+{
+	uint64_t deadline = now_ms() + c->wait_ms;
+	enum ibv_qp_state s;
+
+	while ((s = qp_state(n)) != want && now_ms() < deadline)
+		usleep(1000);
+	return s;
 }
 
 static void dump_qp(struct node *n)
@@ -502,6 +520,7 @@ static void stale_keys_fail_loudly(void)
 	struct ibv_send_wr wr = { 0 }, *bad;
 	struct ibv_wc wc;
 	uint32_t old_rkey, len = 4096;
+	enum ibv_qp_state ini_s, tgt_s;
 	uint8_t *old_addr;
 
 	churn_open(&c);
@@ -535,9 +554,13 @@ static void stale_keys_fail_loudly(void)
 				CHECK(0, "stale %s (%s): see above", stale_rkey ? "rkey" : "address",
 				      k ? "mmap" : "strixpeer");
 			}
-			CHECK(qp_state(&c.ini) == IBV_QPS_ERR && qp_state(&c.tgt) == IBV_QPS_ERR,
-			      "QPs %s/%s after the access error", qp_state_name(qp_state(&c.ini)),
-			      qp_state_name(qp_state(&c.tgt)));
+			ini_s = wait_qp_state(&c, &c.ini, IBV_QPS_ERR);
+			tgt_s = wait_qp_state(&c, &c.tgt, IBV_QPS_ERR);
+			if (ini_s != IBV_QPS_ERR || tgt_s != IBV_QPS_ERR)
+				report(&c, 0, "the QPs did not both reach ERR after the access error");
+			CHECK(ini_s == IBV_QPS_ERR && tgt_s == IBV_QPS_ERR,
+			      "QPs %s/%s %u ms after the access error", qp_state_name(ini_s),
+			      qp_state_name(tgt_s), c.wait_ms);
 			CHECK_OK(ibv_dereg_mr(mr));
 			mem_free(&small);
 			qps_reset(&c);

@@ -110,8 +110,9 @@ result $? "rdma_test_loopback_and_between"
 # another "node": doctor --serve on rxe1's address, --peer from here
 $ctl doctor --serve --bind 198.18.0.2 --port 18515 --once > "$tmp/serve.out" 2>&1 &
 server=$!
-for _ in $(seq 50); do
+for _ in $(seq 600); do	# at most 120 s
 	grep -q listening "$tmp/serve.out" && break
+	kill -0 "$server" 2> /dev/null || break
 	sleep 0.2
 done
 $ctl doctor -j --only strixpeer --peer 198.18.0.2 --size 1M > "$tmp/peer.json"
@@ -175,8 +176,9 @@ else
 	$ctl doctor --serve --bind 198.18.0.2 --port 18516 --once \
 		> "$tmp/vserve.out" 2> "$tmp/vserve.err" &
 	server=$!
-	for _ in $(seq 100); do
+	for _ in $(seq 600); do	# at most 120 s
 		grep -q listening "$tmp/vserve.out" && break
+		kill -0 "$server" 2> /dev/null || break
 		sleep 0.2
 	done
 	"${vg[@]}" $ctl doctor -j --only mtu --rdma-test --device rxe0 --peer 198.18.0.2 \

@@ -20,7 +20,7 @@ ip rule add pref 10 iif lo lookup 10
 rdma link add rxe0 type rxe netdev veth0 || exit 1
 rdma link add rxe1 type rxe netdev veth1 || exit 1
 # wait for the IPv4-mapped RoCE v2 GIDs (index 1) of both devices
-for _ in $(seq 50); do
+for _ in $(seq 300); do	# at most 60 s
 	g=$(cat /sys/class/infiniband/rxe0/ports/1/gids/1 \
 		/sys/class/infiniband/rxe1/ports/1/gids/1 2>/dev/null | tr '\n' ' ')
 	case $g in *ffff:c612:0001*ffff:c612:0002*) exit 0 ;; esac
