@@ -262,7 +262,7 @@ static void fork_keeps_the_charge(void)
 	CHECK(wait_child(pid) == 11, "nobody pinned past its limit while a child held its buffer");
 	CHECK(write(go[1], "g", 1) == 1, "release the child");
 	close(go[1]);
-	for (int i = 0; i < 50 && sp_test_stats().buffers; i++)
+	for (int i = 0; i < 600 && sp_test_stats().buffers; i++)
 		usleep(100000);	/* the orphan exits on its own */
 	CHECK_NOTHING_PINNED();
 }
