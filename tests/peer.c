@@ -12,6 +12,7 @@
  */
 #include "peer_util.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -519,7 +520,7 @@ static void kill_mid_registration(void)
 		sim_reg(sim, x.map, 1 * MiB, &r);
 		_exit(2);
 	}
-	for (int i = 0; i < 100 && peer_stats().registrations == 0; i++)
+	for (int i = 0; i < 3000 && peer_stats().registrations == 0; i++)
 		usleep(20000);
 	CHECK(peer_stats().registrations == 1, "the child never got claimed");
 	usleep(200000);
@@ -564,11 +565,22 @@ static int peer_event_to_pipe(const struct sp_event *ev, void *arg)
 {
 	int fd = *(int *)arg;
 
-	if (ev->type != SP_EVENT_PEER)
+	/* config events too: the parent's sign that the monitor is in the group */
+	if (ev->type != SP_EVENT_PEER && ev->type != SP_EVENT_CONFIG)
 		return 0;
 	if (write(fd, ev, sizeof(*ev)) != sizeof(*ev))
 		return 1;
-	return ev->peer == SP_PEER_INVALIDATE;
+	return ev->type == SP_EVENT_PEER && ev->peer == SP_PEER_INVALIDATE;
+}
+
+/* The next PEER event from the monitor's pipe (config events skipped). */
+static int read_peer_event(int fd, struct sp_event *ev)
+{
+	do {
+		if (read(fd, ev, sizeof(*ev)) != sizeof(*ev))
+			return -1;
+	} while (ev->type != SP_EVENT_PEER);
+	return 0;
 }
 
 /* claim, map and invalidate reach the events group, in that order */
@@ -578,7 +590,10 @@ static void events(void)
 	struct strixpeer_import im;
 	struct peersim_reg_mr r;
 	struct sp_event ev[3];
+	struct sp_config cfg;
+	struct sp_ctl *ctl;
 	struct sp_xbuf x;
+	int joined = 0;
 	pid_t pid;
 
 	CHECK_OK(pipe(pfd));
@@ -590,13 +605,25 @@ static void events(void)
 			_exit(1);
 		_exit(sp_ctl_monitor_ex(mon, SP_MONITOR_PEER, peer_event_to_pipe, &pfd[1]) < 0);
 	}
-	usleep(500000);	/* let the monitor join the group */
+	/* the monitor is in the group once it passes a config event on (60 s) */
+	CHECK(sp_ctl_open(&ctl) == 0 && sp_ctl_config_get(ctl, &cfg) == 0, "%s", sp_errmsg());
+	for (int i = 0; i < 600 && !joined; i++) {
+		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
+
+		CHECK(sp_ctl_config_set(ctl, &cfg, SP_CONFIG_REQUIRE_HUGE) == 0, "%s", sp_errmsg());
+		if (poll(&p, 1, 100) == 1) {
+			CHECK(read(pfd[0], &ev[0], sizeof(ev[0])) == sizeof(ev[0]), "monitor pipe");
+			joined = ev[0].type == SP_EVENT_CONFIG;
+		}
+	}
+	sp_ctl_close(ctl);
+	CHECK(joined, "the monitor passed no config event on in 60 s");
 	sp_xbuf_new(SP_EXP_VGEM, 1 * MiB, 0, &x);
 	CHECK_OK(sp_import_raw(fd, x.fd, 0, 1 * MiB, x.map, &im));
 	CHECK_OK(sim_reg(sim, x.map, 1 * MiB, &r));
 	CHECK_OK(sp_unimport_raw(fd, im.handle));
 	for (int i = 0; i < 3; i++)
-		CHECK(read(pfd[0], &ev[i], sizeof(ev[i])) == sizeof(ev[i]), "event %d missing", i);
+		CHECK(read_peer_event(pfd[0], &ev[i]) == 0, "event %d missing", i);
 	CHECK(ev[0].peer == SP_PEER_CLAIM && ev[1].peer == SP_PEER_MAP &&
 	      ev[2].peer == SP_PEER_INVALIDATE, "events %d %d %d", ev[0].peer, ev[1].peer,
 	      ev[2].peer);

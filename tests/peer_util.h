@@ -127,7 +127,7 @@ static inline void check_all_released(void)
 {
 	struct sp_peer_counters c = { 0 };
 
-	for (int i = 0; i < 50; i++) {	/* unmap/exit end imports from a worker */
+	for (int i = 0; i < 600; i++) {	/* unmap/exit end imports from a worker (60 s) */
 		c = peer_stats();
 		if (!c.imports && !c.registrations)
 			break;
