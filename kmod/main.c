@@ -139,9 +139,11 @@ static int sp_ioctl_buf_alloc(struct sp_file *f, void *data)
 
 	size = round_up(a->size, huge_only ? PMD_SIZE : PAGE_SIZE);
 	if (a->size > max || size > max || size < a->size) {
-		pr_info_ratelimited("strixpeer: %s[%d]: %llu-byte buffer refused: above max_buf_size (%lu)\n",
+		/* What would have been pinned: the size rounded to its pages. */
+		pr_info_ratelimited("strixpeer: %s[%d]: %llu-byte buffer (%llu bytes asked, in %s pages) refused: above max_buf_size (%lu)\n",
 				    current->comm, task_pid_nr(current),
-				    a->size, max);
+				    size < a->size ? a->size : size, a->size,
+				    huge_only ? "2 MiB" : "4 KiB", max);
 		atomic64_inc(&sp_stats.fail_max_buf_size);
 		sp_event_limit(STRIXPEER_LIMIT_MAX_BUF_SIZE, a->size);
 		return -EFBIG;

@@ -9,8 +9,9 @@
  *
  * Locking: the family is parallel_ops. Buffers are looked up with
  * sp_buf_get_next() (sp_all_bufs' xa_lock, then a reference); config-set
- * validates first, then holds sp_config_lock while it applies and announces
- * a change, so announcements come in the order the changes were made.
+ * checks CAP_SYS_ADMIN, then parses and validates the whole request, then
+ * holds sp_config_lock while it applies and announces a change, so
+ * announcements come in the order the changes were made.
  * Events are built and sent with GFP_KERNEL from process context only.
  */
 #include <linux/cred.h>
@@ -58,6 +59,21 @@ static const struct nla_policy strixpeer_config_set_nl_policy[STRIXPEER_A_CONFIG
 	[STRIXPEER_A_CONFIG_MAX_PINNED_BYTES] = { .type = NLA_U64 },
 	[STRIXPEER_A_CONFIG_DEFAULT_NODE] = NLA_POLICY_RANGE(NLA_S32, -1, 1023),
 	[STRIXPEER_A_CONFIG_REQUIRE_HUGE] = NLA_POLICY_MAX(NLA_U8, 1),
+};
+
+/*
+ * What genetlink parses config-set with before the handler runs: the
+ * known attributes with any bytes, so no type or range error comes before
+ * the CAP_SYS_ADMIN check (an unknown attribute type still does: new ops
+ * may not ask for liberal parsing). An op without a policy would have
+ * every attribute rejected (genl_policy_reject_all). The handler then
+ * parses strictly with strixpeer_config_set_nl_policy.
+ */
+static const struct nla_policy sp_config_set_loose_policy[STRIXPEER_A_CONFIG_REQUIRE_HUGE + 1] = {
+	[STRIXPEER_A_CONFIG_MAX_BUF_SIZE] = { .type = NLA_BINARY },
+	[STRIXPEER_A_CONFIG_MAX_PINNED_BYTES] = { .type = NLA_BINARY },
+	[STRIXPEER_A_CONFIG_DEFAULT_NODE] = { .type = NLA_BINARY },
+	[STRIXPEER_A_CONFIG_REQUIRE_HUGE] = { .type = NLA_BINARY },
 };
 
 static struct genl_family sp_nl_family;
@@ -387,19 +403,28 @@ out_free:
 
 static int sp_nl_config_set_doit(struct sk_buff *skb, struct genl_info *info)
 {
-	struct nlattr **attrs = info->attrs;
-	struct nlattr *node_attr = attrs[STRIXPEER_A_CONFIG_DEFAULT_NODE];
-	int nid;
+	struct nlattr *attrs[ARRAY_SIZE(strixpeer_config_set_nl_policy)];
+	struct nlattr *node_attr;
+	int nid, ret;
 
 	/*
 	 * Node-wide limits on pinned memory: CAP_SYS_ADMIN, not the
 	 * CAP_NET_ADMIN (GENL_ADMIN_PERM) that container runtimes hand to
-	 * network plugins and host-network pods.
+	 * network plugins and host-network pods. Checked before anything in
+	 * the request is looked at (genetlink parsed it with
+	 * sp_config_set_loose_policy only): every unprivileged config-set is
+	 * EPERM, whatever it asked for.
 	 */
 	if (!netlink_capable(skb, CAP_SYS_ADMIN)) {
 		NL_SET_ERR_MSG(info->extack, "config-set needs CAP_SYS_ADMIN");
 		return -EPERM;
 	}
+	ret = nlmsg_parse(info->nlhdr, GENL_HDRLEN, attrs,
+			  ARRAY_SIZE(strixpeer_config_set_nl_policy) - 1,
+			  strixpeer_config_set_nl_policy, info->extack);
+	if (ret)
+		return ret;
+	node_attr = attrs[STRIXPEER_A_CONFIG_DEFAULT_NODE];
 	if (!attrs[STRIXPEER_A_CONFIG_MAX_BUF_SIZE] &&
 	    !attrs[STRIXPEER_A_CONFIG_MAX_PINNED_BYTES] && !node_attr &&
 	    !attrs[STRIXPEER_A_CONFIG_REQUIRE_HUGE]) {
@@ -457,9 +482,13 @@ static const struct genl_ops sp_nl_ops[] = {
 	{
 		.cmd = STRIXPEER_CMD_CONFIG_SET,
 		.doit = sp_nl_config_set_doit,
-		.policy = strixpeer_config_set_nl_policy,
-		.maxattr = ARRAY_SIZE(strixpeer_config_set_nl_policy) - 1,
-		/* CAP_SYS_ADMIN, checked by the handler */
+		/*
+		 * The handler checks CAP_SYS_ADMIN, then parses with
+		 * strixpeer_config_set_nl_policy (strict, as genetlink would),
+		 * so privilege is decided before any type or range check.
+		 */
+		.policy = sp_config_set_loose_policy,
+		.maxattr = ARRAY_SIZE(sp_config_set_loose_policy) - 1,
 	},
 };
 

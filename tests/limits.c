@@ -6,7 +6,10 @@
  */
 #include "sp_test.h"
 
+#include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/resource.h>
 
@@ -124,6 +127,67 @@ static void small_max(void)
 	CHECK_NOTHING_PINNED();
 }
 
+/*
+ * The kernel's log line for a refused size names the rounded size, the
+ * one that would have been pinned. pr_info_ratelimited() may drop a line
+ * when other tests were refused just before: the refusal is repeated
+ * until a line shows, for at most 15 s (the ratelimit's interval is 5 s).
+ */
+static void refused_size_logged(struct sp_dev *dev, size_t asked, unsigned int flags,
+				const char *want)
+{
+	struct timespec t0, now;
+	char rec[1024];
+	struct sp_buf *b;
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	bool seen = false;
+	ssize_t n;
+
+	CHECK(fd >= 0, "/dev/kmsg: %s", strerror(errno));
+	CHECK(lseek(fd, 0, SEEK_END) >= 0, "seek /dev/kmsg");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		CHECK(sp_buf_alloc(dev, asked, SP_NODE_DEFAULT, flags, &b) == -EFBIG,
+		      "%zu bytes above max", asked);
+		while (!seen && (n = read(fd, rec, sizeof(rec) - 1)) != 0) {
+			if (n < 0 && errno == EAGAIN)
+				break;
+			if (n < 0)	/* EPIPE: records overwritten, go on */
+				continue;
+			rec[n] = '\0';
+			rec[strcspn(rec, "\n")] = '\0';
+			if (strstr(rec, "refused: above max_buf_size")) {
+				tap_diag("kernel: %s", strchr(rec, ';') ? strchr(rec, ';') + 1 : rec);
+				CHECK(strstr(rec, want), "wanted \"%s\" in: %s", want, rec);
+				seen = true;
+			}
+		}
+		if (!seen)
+			poll(NULL, 0, 100);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (!seen && now.tv_sec - t0.tv_sec < 15);
+	CHECK(seen, "no max_buf_size line in 15 s of refusals");
+	close(fd);
+}
+
+static void refused_size_rounded(void)
+{
+	struct sp_dev *dev = sp_test_dev();
+
+	/* 2 bytes above a 4 MiB maximum: 4 MiB + 4 KiB, or 6 MiB in 2 MiB pages */
+	refused_size_logged(dev, 4 * MiB + 2, SP_ALLOC_ALLOW_SMALL,
+			    "4198400-byte buffer (4194306 bytes asked, in 4 KiB pages) refused");
+	refused_size_logged(dev, 4 * MiB + 2, SP_ALLOC_HUGE_ONLY,
+			    "6291456-byte buffer (4194306 bytes asked, in 2 MiB pages) refused");
+	sp_dev_close(dev);
+	CHECK_NOTHING_PINNED();
+}
+
+static void max_buf_size_rounded_in_log(void)
+{
+	with_param("max_buf_size", "4194304", refused_size_rounded);
+}
+
 static void max_buf_size_param(void)
 {
 	with_param("max_buf_size", "4194304", small_max);
@@ -135,6 +199,7 @@ static const struct tap_case cases[] = {
 	TAP_CASE(cap_ipc_lock_lifts_limit),
 	TAP_CASE(unprivileged_cannot_open),
 	TAP_CASE(max_buf_size_param),
+	TAP_CASE(max_buf_size_rounded_in_log),
 };
 
 TAP_MAIN(cases)

@@ -249,6 +249,33 @@ static void config_set_needs_privilege(void)
 		cfg.max_buf_size = 8 * MiB;
 		CHECK(sp_ctl_config_set(ctl, &cfg, SP_CONFIG_MAX_BUF_SIZE) == -EPERM, "nobody set config");
 		CHECK(strstr(sp_errmsg(), "CAP_SYS_ADMIN"), "message: %s", sp_errmsg());
+		/* out of the policy's ranges: still EPERM, privilege comes first */
+		cfg.max_buf_size = 1;
+		CHECK(sp_ctl_config_set(ctl, &cfg, SP_CONFIG_MAX_BUF_SIZE) == -EPERM,
+		      "nobody, max_buf_size 1: %s", sp_errmsg());
+		CHECK(strstr(sp_errmsg(), "CAP_SYS_ADMIN"), "message: %s", sp_errmsg());
+		cfg.default_node = 5000;
+		CHECK(sp_ctl_config_set(ctl, &cfg, SP_CONFIG_DEFAULT_NODE) == -EPERM,
+		      "nobody, default_node 5000: %s", sp_errmsg());
+		cfg.default_node = 1000;	/* in range, but no such node */
+		CHECK(sp_ctl_config_set(ctl, &cfg, SP_CONFIG_DEFAULT_NODE) == -EPERM,
+		      "nobody, default_node 1000: %s", sp_errmsg());
+		/* raw: wrong length, out of range, none at all: all EPERM */
+		{
+			uint64_t small = 100;
+			uint32_t four = 1 << 20;
+			uint8_t two = 2;
+			struct raw_reply r;
+
+			r = raw_request(STRIXPEER_CMD_CONFIG_SET, STRIXPEER_A_CONFIG_MAX_BUF_SIZE, &small, 8);
+			CHECK_REFUSED(r, EPERM);
+			r = raw_request(STRIXPEER_CMD_CONFIG_SET, STRIXPEER_A_CONFIG_MAX_BUF_SIZE, &four, 4);
+			CHECK_REFUSED(r, EPERM);
+			r = raw_request(STRIXPEER_CMD_CONFIG_SET, STRIXPEER_A_CONFIG_REQUIRE_HUGE, &two, 1);
+			CHECK_REFUSED(r, EPERM);
+			r = raw_request(STRIXPEER_CMD_CONFIG_SET, 0, NULL, 0);
+			CHECK_REFUSED(r, EPERM);
+		}
 		/* reading is fine */
 		CHECK(sp_ctl_config_get(ctl, &cfg) == 0, "%s", sp_errmsg());
 		sp_ctl_close(ctl);

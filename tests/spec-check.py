@@ -156,6 +156,10 @@ def main():
             for cname in entries:
                 if cname not in want:
                     p.append("%s has %s, not in the spec's request" % (pname, cname))
+        # A policy is used by its genl_ops entry (.policy) or parsed by
+        # the handler itself (config-set: privilege before range checks).
+        if m and not re.search(r"(\.policy = |nlmsg_parse\([^;]*)%s\b" % pname, kmod):
+            p.append("%s is neither an op's .policy nor parsed by a handler" % pname)
         block = re.search(r"\.cmd = %s,(.*?)\n\t\}" % c_name("strixpeer_cmd", op["name"]),
                           kmod, re.S)
         if not block:
