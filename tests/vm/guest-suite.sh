@@ -204,7 +204,9 @@ fi
 # PeerDirect programs that use real verbs (<prog>-realcore).
 realcore=$kdir/realcore
 if [ -n "$with_peer" ]; then
-	if [ ! -f "$realcore/env" ]; then
+	if [ -e /sys/kernel/debug/kmemleak ]; then
+		gcase ok "realcore_loads" "# SKIP the real core does not load on the debug kernel yet (see realcore.sh; i23 report)"
+	elif [ ! -f "$realcore/env" ]; then
 		gcase ok "realcore_loads" "# SKIP no real core for $(uname -r) (build-realcore.sh: 6.12.117 only)"
 	elif tests/vm/realcore.sh load "$realcore" $pd_args > "$out/realcore-load.log" 2>&1; then
 		gcase ok "realcore_loads"
