@@ -119,25 +119,6 @@ build explicit kmod/peer.o SP_OFED_DIR="$o" SP_PEER_SYMVERS="$t/explicit/mine/Mo
 	[ "$(status_of explicit)" = "yes: ib_register_peer_memory_client from $t/explicit/mine/Module.symvers" ]
 result $? "sp_peer_symvers_comes_first" "$(status_of explicit)"
 
-# 8. the real core's Module.symvers (OFED 25.10's peer API in ib_uverbs,
-# ../shared/peermem's fixture for 6.12.117+deb12-amd64) laid out as OFED
-# lays it out: used, and the module depends on ib_uverbs, not ib_core
-fixture=${SP_PEERMEM_DIR:-$repo/../shared/peermem}/peermem-$kver.tar.zst
-if [ -f "$fixture" ]; then
-	o=$t/real/ofa_kernel
-	mkdir -p "$o/x86_64/$kver"
-	tar --zstd -xOf "$fixture" "peermem-$kver/Module.symvers" > "$o/x86_64/$kver/Module.symvers"
-	printf 'CWD=%s\nKVERSION=%s\nARCH=x86_64\n' "$o/x86_64/$kver" "$kver" > "$o/x86_64/$kver/configure.mk.kernel"
-	build real modules SP_OFED_DIR="$o" &&
-		[ "$(status_of real)" = "yes: ib_register_peer_memory_client from $o/x86_64/$kver/Module.symvers" ] &&
-		modinfo -F depends "$t/real/src/strixpeer.ko" | tr , '\n' | grep -qx ib_uverbs &&
-		! depends_on_ib_core real
-	result $? "real_core_symvers_is_used_and_module_depends_on_ib_uverbs" \
-		"$(status_of real); depends $(modinfo -F depends "$t/real/src/strixpeer.ko" 2>&1)"
-else
-	skip "real_core_symvers_is_used_and_module_depends_on_ib_uverbs" "no fixture $fixture"
-fi
-
 # 7. dkms.conf: after OFED's DKMS module when there is one; POST_BUILD shipped
 conf() {	# conf <dkms_tree>: BUILD_DEPENDS and POST_BUILD as dkms reads them
 	(
