@@ -10,6 +10,9 @@
 #   build/kmod/<kver>/pd/strixpeer.ko       linked against sp_peersim's
 #                                           Module.symvers, as against OFED's
 #
+#   build/kmod/<kver>/realcore/             the real PeerDirect stack
+#                                           (tests/vm/build-realcore.sh)
+#
 #   build-module.sh <kver> [make args...]     e.g. W=1
 #
 # Build logs: build.log in each directory; exits non-zero on any failure.
@@ -33,3 +36,4 @@ build_strixpeer() {	# build_strixpeer <dir> [make args...]
 build_strixpeer "$bdir" "$@"
 tests/vm/build-peersim.sh "$kver" "$@"
 build_strixpeer "$bdir/pd" "$@" SP_PEER_SYMVERS="$bdir/peersim/Module.symvers"
+tests/vm/build-realcore.sh "$kver" "$@"	# the real core (6.12.117 only; else says so)

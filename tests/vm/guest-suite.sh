@@ -101,7 +101,9 @@ load_pd() {	# load_pd <modern|legacy>
 		insmod "$pdko" $pd_args 2> "$out/insmod-$1.log"
 }
 # The PeerDirect programs, run with each core semantics.
-peer_progs="peer peer_rocm peer_move"
+# (SP_PEER_PROGS narrows them for a targeted run; "" runs only the loads
+# and the real core's program)
+peer_progs=${SP_PEER_PROGS-peer peer_rocm peer_move}
 run_peer() {	# run_peer <modern|legacy>
 	local p r=0
 	for p in $peer_progs; do
@@ -196,6 +198,44 @@ if [ -n "$with_peer" ]; then
 		rc=1
 	fi
 fi
+# The real PeerDirect stack (tests/vm/realcore.sh, built on the host by
+# tests/vm/build-realcore.sh): OFED's peer-memory core in ib_uverbs, an rxe
+# that asks it as mlx5 does, strixpeer linked as on an OFED node; then the
+# PeerDirect programs that use real verbs (<prog>-realcore).
+realcore=$kdir/realcore
+if [ -n "$with_peer" ]; then
+	if [ -e /sys/kernel/debug/kmemleak ]; then
+		gcase ok "realcore_loads" "# SKIP the real core does not load on the debug kernel yet (see realcore.sh; i23 report)"
+	elif [ ! -f "$realcore/env" ]; then
+		gcase ok "realcore_loads" "# SKIP no real core for $(uname -r) (build-realcore.sh: 6.12.117 only)"
+	elif tests/vm/realcore.sh load "$realcore" $pd_args > "$out/realcore-load.log" 2>&1; then
+		gcase ok "realcore_loads"
+		if build/strixpeerctl status > "$out/realcore-status.txt" 2>&1 &&
+			grep -Eq '^ *available +yes$' "$out/realcore-status.txt"; then
+			gcase ok "realcore_status_says_peerdirect_available"
+		else
+			gcase "not ok" "realcore_status_says_peerdirect_available"
+			rc=1
+		fi
+		if modinfo -F depends "$realcore/pd/strixpeer.ko" | tr ',' '\n' | grep -qx ib_uverbs; then
+			gcase ok "realcore_module_depends_on_ib_uverbs"
+		else
+			gcase "not ok" "realcore_module_depends_on_ib_uverbs"
+			rc=1
+		fi
+		run_tap peer-realcore build/tests/peer_realcore || rc=1
+		if tests/vm/realcore.sh unload > "$out/realcore-unload.log" 2>&1; then
+			gcase ok "realcore_unloads"
+		else
+			gcase "not ok" "realcore_unloads"
+			rc=1
+		fi
+	else
+		gcase "not ok" "realcore_loads" "# see realcore-load.log"
+		rc=1
+	fi
+fi
+
 # DMA-API debug prints only its first error: its count says whether there
 # was any (kernels with CONFIG_DMA_API_DEBUG).
 if [ -r /sys/kernel/debug/dma-api/error_count ]; then

@@ -1,0 +1,133 @@
+#!/bin/bash
+# Prepares the real PeerDirect stack for one VM kernel: OFED's peer-memory
+# core in Debian 6.12's RDMA modules (the fixture in ../shared/peermem/,
+# third-party GPL code: built and loaded, never copied into the tree), an
+# rxe patched to ask the peer core as mlx5 does (tests/kmod/rxe-peer/), and
+# strixpeer built against the fixture's Module.symvers, as on an OFED node.
+#
+#   build-realcore.sh <kver> [make args...]     e.g. W=1
+#
+# Cached under $STRIXPEER_CACHE/realcore/ (keyed by every input's hash, so
+# a changed input rebuilds):
+#   fixture-<kver>-<hash>/       the fixture's 9 modules, Module.symvers, include/
+#                                (the prebuilt tarball, or build.sh's output
+#                                when there is none for <kver>)
+#   rxe-<kver>-<hash>/rdma_rxe.ko the patched rxe
+#   src/                         linux-source-6.12 (apt-get download) and its rxe
+# Not cached (it is this checkout's code): build/kmod/<kver>/realcore/strixpeer.ko.
+# Writes build/kmod/<kver>/realcore/env (REALCORE_FIXTURE=, REALCORE_RXE=) for
+# tests/vm/realcore.sh. Exits 0 with "unsupported" on stdout for kernels
+# that are not 6.12.117 (the patch and the fixture are for 6.12.117 only).
+set -eu
+cd "$(dirname "$0")/../.."
+repo=$PWD
+kver=$1
+shift
+case $kver in
+6.12.117*) ;;
+*) echo "unsupported: the real core is for 6.12.117 kernels, not $kver"; exit 0 ;;
+esac
+cache=${STRIXPEER_CACHE:-$HOME/.cache/strixpeer}/realcore
+peermem=${SP_PEERMEM_DIR:-$repo/../shared/peermem}
+kdir=$(tests/vm/kernels.sh kdir "$kver")
+out=$repo/build/kmod/$kver/realcore
+srcver=6.12.117-1~deb12u1
+mkdir -p "$cache/src"
+rm -rf "$out"
+mkdir -p "$out"
+
+hash_of() { cat "$@" | sha256sum | cut -c1-16; }
+
+# 1. The fixture: the prebuilt tarball, else build.sh (slow: minutes).
+tarball=$peermem/peermem-$kver.tar.zst
+deb=$cache/src/linux-source-6.12_${srcver}_all.deb
+get_source() {
+	[ -f "$deb" ] && return 0
+	(cd "$cache/src" && apt-get download "linux-source-6.12=$srcver") >&2
+}
+if [ -f "$tarball" ]; then
+	fkey=$(hash_of "$tarball")
+	fix=$cache/fixture-$kver-$fkey
+	if [ ! -f "$fix/.done" ]; then
+		rm -rf "$fix" "$fix.tmp"
+		mkdir -p "$fix.tmp"
+		tar --zstd -xf "$tarball" -C "$fix.tmp"
+		(cd "$fix.tmp/peermem-$kver" && sha256sum --quiet -c SHA256SUMS)
+		mv "$fix.tmp/peermem-$kver" "$fix"
+		rmdir "$fix.tmp"
+		touch "$fix/.done"
+	fi
+else
+	get_source
+	fkey=$(hash_of "$peermem/build.sh" "$peermem/peer-mem-6.12.patch" "$kdir/Module.symvers")
+	fix=$cache/fixture-$kver-$fkey
+	if [ ! -f "$fix/.done" ]; then
+		rm -rf "$fix"
+		"$peermem/build.sh" "$kdir" "$deb" "$fix.build" > "$out/fixture-build.log" 2>&1
+		mkdir -p "$fix/include"
+		cp "$fix.build"/modules/*.ko "$fix.build"/Module.symvers "$fix.build"/load-order.txt "$fix/"
+		cp -r "$fix.build"/src/include/rdma "$fix/include/"
+		rm -rf "$fix.build"
+		touch "$fix/.done"
+	fi
+fi
+# The modules must be for this very kernel.
+vm=$(modinfo -F vermagic "$fix/ib_uverbs.ko")
+[ "${vm%% *}" = "$kver" ] || { echo "build-realcore.sh: $fix is for ${vm%% *}, not $kver" >&2; exit 1; }
+
+# 2. Debian's rxe sources, patched, built against the fixture.
+rsrc=$cache/src/rxe-$srcver
+if [ ! -f "$rsrc/.done" ]; then
+	get_source
+	rm -rf "$rsrc" "$rsrc.tmp"
+	mkdir -p "$rsrc.tmp"
+	dpkg-deb --fsys-tarfile "$deb" |
+		tar -xO --wildcards '*/linux-source-6.12.tar.xz' |
+		xz -dc | tar -x -C "$rsrc.tmp" --strip-components=1 \
+			'linux-source-6.12/drivers/infiniband/sw/rxe'
+	mv "$rsrc.tmp" "$rsrc"
+	touch "$rsrc/.done"
+fi
+patch=tests/kmod/rxe-peer/rxe-peer.patch
+rkey=$(hash_of "$patch" "$fix/Module.symvers" "$fix/include/rdma/ib_umem.h" "$kdir/Module.symvers" "$0")
+rdir=$cache/rxe-$kver-$rkey
+if [ ! -f "$rdir/.done" ]; then
+	rm -rf "$rdir"
+	mkdir -p "$rdir/tree"
+	cp -r "$rsrc/drivers" "$rdir/tree/"
+	patch -s -d "$rdir/tree" -p1 < "$patch"
+	b=$rdir/tree/drivers/infiniband/sw/rxe
+	if ! make -C "$kdir" M="$b" CONFIG_RDMA_RXE=m \
+		NOSTDINC_FLAGS="-I$fix/include" \
+		KBUILD_EXTRA_SYMBOLS="$fix/Module.symvers" "$@" modules > "$rdir/build.log" 2>&1; then
+		echo "build-realcore.sh: rxe build failed, see $rdir/build.log" >&2
+		tail -n 20 "$rdir/build.log" >&2
+		exit 1
+	fi
+	if grep -q 'warning:' "$rdir/build.log"; then
+		echo "build-realcore.sh: rxe build warns, see $rdir/build.log" >&2
+		grep 'warning:' "$rdir/build.log" >&2
+		exit 1
+	fi
+	cp "$b/rdma_rxe.ko" "$rdir/"
+	touch "$rdir/.done"
+fi
+
+# 3. strixpeer as an OFED node builds it: against the real core's symbols.
+mkdir -p "$out/pd"
+cp -r Kbuild VERSION kmod include "$out/pd/"
+if ! make -C "$kdir" M="$out/pd" SP_PEER_SYMVERS="$fix/Module.symvers" "$@" modules \
+	> "$out/pd/build.log" 2>&1; then
+	echo "build-realcore.sh: strixpeer build failed, see $out/pd/build.log" >&2
+	tail -n 20 "$out/pd/build.log" >&2
+	exit 1
+fi
+if grep -q 'warning:' "$out/pd/build.log"; then
+	echo "build-realcore.sh: strixpeer build warns, see $out/pd/build.log" >&2
+	exit 1
+fi
+{
+	echo "REALCORE_FIXTURE=$fix"
+	echo "REALCORE_RXE=$rdir/rdma_rxe.ko"
+} > "$out/env"
+echo "realcore for $kver: fixture $fix, rxe $rdir/rdma_rxe.ko, strixpeer $out/pd/strixpeer.ko"
