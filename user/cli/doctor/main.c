@@ -2,7 +2,7 @@
 /*
  * strixpeerctl doctor: options.
  *
- *   doctor [-j] [-p] [--sysroot DIR] [--only CHECK,...]
+ *   doctor [-j | -p] [--sysroot DIR] [--only CHECK,...]
  *          [--rdma-test [--device DEV] [--size BYTES] [--peer HOST [--port PORT]]]
  *   doctor --serve [--bind ADDR] [--port PORT] [--size BYTES] [--once]
  *   doctor [-j] --compare A.json B.json ...
@@ -21,11 +21,12 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: strixpeerctl doctor [-j] [-p] [--sysroot DIR] [--only CHECK,...]\n"
+		"usage: strixpeerctl doctor [-j | -p] [--sysroot DIR] [--only CHECK,...]\n"
 		"                           [--rdma-test [--device DEV] [--size BYTES]\n"
 		"                                        [--peer HOST [--port PORT]]]\n"
 		"       strixpeerctl doctor --serve [--bind ADDR] [--port PORT] [--once]\n"
 		"       strixpeerctl doctor [-j] --compare A.json B.json ...\n"
+		"  -j JSON, -p indented JSON (both also before \"doctor\")\n"
 		"checks:");
 	for (int i = 0; i < DR_NCHECKS; i++)
 		fprintf(f, " %s", dr_check_names[i]);
@@ -84,6 +85,16 @@ int doctor_main(int argc, char **argv, bool json)
 	struct dr_ctx c;
 	int opt, ret;
 
+	/* "doctor help", like every other object */
+	if (argc >= 1 && (!strcmp(argv[0], "help") || !strcmp(argv[0], "-h") ||
+			  !strcmp(argv[0], "--help"))) {
+		if (argc > 1) {
+			fprintf(stderr, "strixpeerctl doctor: unexpected argument \"%s\"\n", argv[1]);
+			return DR_EXIT_USAGE;
+		}
+		usage(stdout);
+		return 0;
+	}
 	/* argv[-1] is "doctor" in strixpeerctl's argv: getopt skips it */
 	argc++;
 	argv--;
@@ -93,8 +104,8 @@ int doctor_main(int argc, char **argv, bool json)
 		case 'j':
 			json = own_json = true;
 			break;
-		case 'p':
-			pretty = true;
+		case 'p':	/* as before "doctor": indented JSON */
+			json = own_json = pretty = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -146,13 +157,13 @@ int doctor_main(int argc, char **argv, bool json)
 		fprintf(stderr, "strixpeerctl doctor: --serve, --compare and --rdma-test/--peer exclude each other\n");
 		return DR_EXIT_USAGE;
 	}
-	if (serve)
-		return dr_serve(&rt);
 	if (!compare && optind < argc) {
 		fprintf(stderr, "strixpeerctl doctor: unexpected argument \"%s\"\n", argv[optind]);
-		usage(stderr);
+		fprintf(stderr, "see \"strixpeerctl doctor help\"\n");
 		return DR_EXIT_USAGE;
 	}
+	if (serve)
+		return dr_serve(&rt);
 
 	dr_ctx_init(&c);
 	if (compare) {
