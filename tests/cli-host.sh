@@ -117,7 +117,7 @@ out=$("$ctl" -j status 2> /dev/null); rc=$?
 result $? "no_module_status_json"
 expect no_module_version_json 1 stdout '"module":null' -- -j version
 bad=""
-for c in "buf show" stats "stats -f prometheus" "config show" monitor "config set max_buf_size 1G"; do
+for c in "buf show" stats "config show" monitor "config set max_buf_size 1G"; do
 	# shellcheck disable=SC2086
 	err=$("$ctl" $c 2>&1 > /dev/null); rc=$?
 	{ [ $rc -eq 1 ] && echo "$err" | grep -q '^strixpeerctl: no "strixpeer" netlink family: is the strixpeer module loaded? (modprobe strixpeer)$'; } ||
@@ -125,6 +125,14 @@ for c in "buf show" stats "stats -f prometheus" "config show" monitor "config se
 done
 [ -z "$bad" ]
 result $? "no_module_commands_exit_1_saying_why" "$bad"
+
+# stats -f prometheus without the module: strixpeer_up 0, exit 0
+out=$("$ctl" stats -f prometheus 2> /tmp/cli-host.$$); rc=$?
+err=$(cat /tmp/cli-host.$$); rm -f /tmp/cli-host.$$
+[ $rc -eq 0 ] && echo "$out" | grep -qx 'strixpeer_up 0' &&
+	echo "$out" | grep -qx 'strixpeer_info{version="",library="[0-9.]*",peerdirect="no",client=""} 1' &&
+	echo "$err" | grep -q 'is the strixpeer module loaded.*(strixpeer_up 0)$'
+result $? "no_module_prometheus_up_0" "exit $rc, stdout '${out:0:300}', stderr '${err:0:200}'"
 
 # a bench whose RDMA part could not run: exit 1, the JSON says why
 out=$("$ctl" -j bench nosuchhost.invalid --ops write --kinds malloc --size 4K --repeat 1 \

@@ -129,7 +129,7 @@ static int bench_out(const struct sp_bench *b, const char *dir)
 	}
 	snprintf(path, sizeof(path), "%s/bench.svg", dir);
 	c = sp_bench_write_plot(b, path);
-	if (c == -ENODATA) {
+	if (c == -ENODATA || c == -ENOENT) {	/* no RDMA figures; no gnuplot */
 		fprintf(stderr, "bench: no plot: %s\n", sp_errmsg());
 	} else if (c < 0) {
 		fprintf(stderr, "strixpeerctl: bench: plot: %s\n", sp_errmsg());
