@@ -20,6 +20,7 @@
 
 static char fx[PATH_MAX] = "build/doctor-fixtures";
 static const char *ctl = "build/strixpeerctl";
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static void no_wait(void *arg)
 {
@@ -146,6 +147,56 @@ static void connectx3_x4_behind_oculink(void)
 	expect(c, "rdma.port", "mlx4_0/1", DR_PASS, NULL);
 	CHECK(dr_exit_status(c) == 1, "exit %d", dr_exit_status(c));
 	dr_ctx_free(c);
+}
+
+/* ConnectX-7 (Gen5 x16, NDR) at Gen4 x4 behind Oculink: works, slower: WARN */
+static void connectx7_x4_behind_oculink_is_warn(void)
+{
+	struct dr_ctx *c = run("oculink-cx7");
+	const struct dr_result *r = expect(c, "pcie.link", "mlx5_0 0000:03:00.0", DR_WARN, "x16");
+
+	summary_has(r, "16.0 GT/s x4");
+	summary_has(r, "63.012 Gb/s");
+	CHECK(obs_int(r, "usable_mbps") == 63012 && obs_int(r, "port_rate_mbps") == 400000,
+	      "usable %lld port %lld", (long long)obs_int(r, "usable_mbps"),
+	      (long long)obs_int(r, "port_rate_mbps"));
+	for (size_t i = 0; i < c->nres; i++)
+		CHECK(strcmp(c->res[i].check, "pcie") || c->res[i].status != DR_FAIL,
+		      "pcie FAIL: %s", c->res[i].summary);
+	dr_ctx_free(c);
+}
+
+/* Accepted findings: from the sysroot's doctor.conf and from --accept. */
+static void accepted_warn_is_info_still_printed(void)
+{
+	struct dr_ctx *c = run("oculink-cx7-accepted");
+	const struct dr_result *r;
+
+	CHECK(dr_accept_file(c, "/etc/strixpeer/doctor.conf") == 0, "doctor.conf");
+	dr_apply_accepted(c);
+	r = expect(c, "pcie.link", "mlx5_0 0000:03:00.0", DR_INFO, NULL);
+	summary_has(r, "63.012 Gb/s");
+	summary_has(r, "accepted: pcie.link=0000:03:00.0");
+	CHECK(dr_get(r, "accepted"), "no accepted value");
+	dr_ctx_free(c);
+	/* another subject is not accepted; the id alone accepts every one */
+	c = run("oculink-cx7");
+	dr_accept_add(c, "pcie.link=0000:99:00.0");
+	dr_apply_accepted(c);
+	expect(c, "pcie.link", "mlx5_0 0000:03:00.0", DR_WARN, NULL);
+	dr_accept_add(c, "pcie.link");
+	dr_apply_accepted(c);
+	expect(c, "pcie.link", "mlx5_0 0000:03:00.0", DR_INFO, NULL);
+	dr_ctx_free(c);
+	/* the command line: exit 0 once the only WARN is accepted */
+	CHECK(sh("%s doctor --sysroot %s/oculink-cx7 --only pcie > /dev/null", ctl, fx) == 1,
+	      "not WARN");
+	CHECK(sh("%s doctor --sysroot %s/oculink-cx7 --only pcie --accept pcie.link > /dev/null",
+		 ctl, fx) == 0, "--accept");
+	CHECK(sh("%s doctor --sysroot %s/oculink-cx7-accepted --only pcie > /dev/null", ctl, fx) == 0,
+	      "doctor.conf");
+	CHECK(sh("%s doctor --sysroot %s/oculink-cx7-accepted --only pcie | grep -q 'accepted: pcie.link'",
+		 ctl, fx) == 0, "accepted finding not printed");
 }
 
 static void pcie_switch_uplink_is_the_bottleneck(void)
@@ -492,6 +543,17 @@ static void only_selects_checks(void)
 	      mask == ((1U << DR_C_MTU) | (1U << DR_C_RDMA)), "mask %#x", mask);
 	CHECK(dr_parse_only("mtu,bogus", &mask) == -EINVAL, "bogus accepted");
 	CHECK(dr_parse_only("", &mask) == -EINVAL, "empty accepted");
+	/* check ids as printed: pcie.link keeps that id only */
+	dr_ctx_init(&c);
+	CHECK(dr_parse_only_ids(&c, "pcie.link,mtu") == 0 &&
+	      c.only == ((1U << DR_C_PCIE) | (1U << DR_C_MTU)), "ids mask %#x", c.only);
+	CHECK(dr_parse_only_ids(&c, "pcie.") == -EINVAL, "\"pcie.\" accepted");
+	CHECK(dr_parse_only_ids(&c, "bogus.link") == -EINVAL, "bogus.link accepted");
+	dr_ctx_free(&c);
+	CHECK(sh("%s doctor -j --sysroot %s/healthy --only rdma.port | python3 -c '"
+		 "import json,sys; r=json.load(sys.stdin)[\"checks\"]; "
+		 "assert r and all(x[\"id\"] == \"rdma.port\" for x in r), r'", ctl, fx) == 0,
+	      "--only rdma.port kept other ids");
 	dr_ctx_init(&c);
 	CHECK(dr_ctx_set_sysroot(&c, "/nonexistent/sysroot") == -ENOENT, "missing sysroot");
 	dr_ctx_free(&c);
@@ -500,7 +562,6 @@ static void only_selects_checks(void)
 /* --- the command line ------------------------------------------------------ */
 
 /* Exit status of a shell command. */
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int sh(const char *fmt, ...)
 {
 	char cmd[8192];
@@ -538,7 +599,7 @@ static void cli_json_valid_for_every_fixture(void)
 		"mtu-edge", "memlock-64k", "memlock-unlimited", "strix-6.12", "strix-96g",
 		"gttsize", "amd-iommu-off", "peer-strixpeer", "peer-amdkfd", "peer-clash",
 		"tb-one-lane", "no-module", "kernel-update", "dev-0600", "rxe-down", "broken",
-		"pcie-switch", "pcie-enough", "phoenix-8g",
+		"pcie-switch", "pcie-enough", "phoenix-8g", "oculink-cx7", "oculink-cx7-accepted",
 	};
 	char py[PATH_MAX];
 	FILE *f;
@@ -660,6 +721,8 @@ static void cli_valgrind_clean(void)
 static const struct tap_case cases[] = {
 	TAP_CASE(healthy_two_port_node_all_pass),
 	TAP_CASE(connectx3_x4_behind_oculink),
+	TAP_CASE(connectx7_x4_behind_oculink_is_warn),
+	TAP_CASE(accepted_warn_is_info_still_printed),
 	TAP_CASE(pcie_switch_uplink_is_the_bottleneck),
 	TAP_CASE(pcie_downgraded_but_enough_is_info),
 	TAP_CASE(ib_port_init_without_sm),

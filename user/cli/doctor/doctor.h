@@ -77,6 +77,10 @@ struct dr_ctx {
 	char sysroot[4096];	/* "" for "/" */
 	bool live;		/* sysroot is "/": devices may be opened */
 	unsigned int only;	/* bit per enum dr_check; 0: all */
+	char *only_ids;		/* ",pcie.link,": --only's check ids (NULL: none) */
+	unsigned int only_whole;	/* checks --only names whole ("pcie") */
+	char **accept;		/* accepted findings: "ID" or "ID=SUBJECT" */
+	size_t naccept;
 	unsigned int interval_ms;	/* between the two counter samples */
 	/* called between the two counter samples (tests change files there) */
 	void (*between_samples)(void *arg);
@@ -96,6 +100,11 @@ int dr_ctx_set_sysroot(struct dr_ctx *c, const char *sysroot);
 void dr_ctx_free(struct dr_ctx *c);
 bool dr_want(const struct dr_ctx *c, enum dr_check check);
 int dr_parse_only(const char *list, unsigned int *mask);
+int dr_parse_only_ids(struct dr_ctx *c, const char *list);
+void dr_filter_only(struct dr_ctx *c);
+void dr_accept_add(struct dr_ctx *c, const char *spec);
+int dr_accept_file(struct dr_ctx *c, const char *path);
+void dr_apply_accepted(struct dr_ctx *c);
 struct dr_result *dr_add(struct dr_ctx *c, enum dr_check check, const char *what,
 			 const char *subject, enum dr_status st, const char *fmt, ...)
 	__attribute__((format(printf, 6, 7)));

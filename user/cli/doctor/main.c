@@ -26,7 +26,9 @@ static void usage(FILE *f)
 		"                                        [--peer HOST [--port PORT]]]\n"
 		"       strixpeerctl doctor --serve [--bind ADDR] [--port PORT] [--once]\n"
 		"       strixpeerctl doctor [-j] --compare A.json B.json ...\n"
+		"       [--accept ID[=SUBJECT]]... (also /etc/strixpeer/doctor.conf: accept ID[=SUBJECT])\n"
 		"  -j JSON, -p indented JSON (both also before \"doctor\")\n"
+		"  --only takes checks or check ids as printed (pcie, pcie.link)\n"
 		"checks:");
 	for (int i = 0; i < DR_NCHECKS; i++)
 		fprintf(f, " %s", dr_check_names[i]);
@@ -61,7 +63,7 @@ static int parse_size(const char *s, size_t *out)
 int doctor_main(int argc, char **argv, bool json)
 {
 	enum { O_SYSROOT = 256, O_ONLY, O_RDMA, O_DEVICE, O_SIZE, O_PEER, O_PORT, O_SERVE,
-	       O_BIND, O_ONCE, O_COMPARE };
+	       O_BIND, O_ONCE, O_COMPARE, O_ACCEPT };
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "pretty", no_argument, NULL, 'p' },
@@ -77,6 +79,7 @@ int doctor_main(int argc, char **argv, bool json)
 		{ "bind", required_argument, NULL, O_BIND },
 		{ "once", no_argument, NULL, O_ONCE },
 		{ "compare", no_argument, NULL, O_COMPARE },
+		{ "accept", required_argument, NULL, O_ACCEPT },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct dr_rt_opts rt = { .port = "18515", .size = 8 << 20 };
@@ -84,6 +87,8 @@ int doctor_main(int argc, char **argv, bool json)
 	const char *sysroot = "/", *only = NULL;
 	struct dr_ctx c;
 	int opt, ret;
+
+	dr_ctx_init(&c);
 
 	/* "doctor help", like every other object */
 	if (argc >= 1 && (!strcmp(argv[0], "help") || !strcmp(argv[0], "-h") ||
@@ -148,6 +153,9 @@ int doctor_main(int argc, char **argv, bool json)
 		case O_COMPARE:
 			compare = true;
 			break;
+		case O_ACCEPT:
+			dr_accept_add(&c, optarg);
+			break;
 		default:
 			usage(stderr);
 			return DR_EXIT_USAGE;
@@ -162,10 +170,11 @@ int doctor_main(int argc, char **argv, bool json)
 		fprintf(stderr, "see \"strixpeerctl doctor help\"\n");
 		return DR_EXIT_USAGE;
 	}
-	if (serve)
+	if (serve) {
+		dr_ctx_free(&c);
 		return dr_serve(&rt);
+	}
 
-	dr_ctx_init(&c);
 	if (compare) {
 		if (dr_compare(&c, argc - optind, argv + optind)) {
 			dr_ctx_free(&c);
@@ -179,15 +188,24 @@ int doctor_main(int argc, char **argv, bool json)
 		dr_ctx_free(&c);
 		return DR_EXIT_USAGE;
 	}
-	if (only && dr_parse_only(only, &c.only)) {
+	if (only && dr_parse_only_ids(&c, only)) {
 		fprintf(stderr, "strixpeerctl doctor: bad --only \"%s\"\n", only);
 		usage(stderr);
+		dr_ctx_free(&c);
+		return DR_EXIT_USAGE;
+	}
+	ret = dr_accept_file(&c, "/etc/strixpeer/doctor.conf");
+	if (ret) {
+		fprintf(stderr, "strixpeerctl doctor: %s/etc/strixpeer/doctor.conf: %s\n", c.sysroot,
+			strerror(-ret));
 		dr_ctx_free(&c);
 		return DR_EXIT_USAGE;
 	}
 	dr_run(&c);
 	if (rdma)
 		dr_rdma_test(&c, &rt);
+	dr_filter_only(&c);
+	dr_apply_accepted(&c);
 print:
 	/* "strixpeerctl -j -p doctor": the printer is set up already */
 	dr_print(&c, json, json && !own_json && !pretty ? -1 : pretty);
