@@ -592,6 +592,36 @@ static int sh(const char *fmt, ...)
 	"want = 2 if n['FAIL'] else 1 if n['WARN'] else 0\n" \
 	"assert d['summary']['exit'] == want == rc, (d['summary'], want, rc)\n"
 
+/*
+ * One type per field on every node: over all the fixtures' reports, each
+ * node fact and each check id's observed value has one JSON type (a number
+ * may also be null: unlimited); lists are arrays of strings; memlock is
+ * bytes or null.
+ */
+#define SCHEMA \
+	"import json,sys\n" \
+	"def t(v):\n" \
+	"  return 'num' if isinstance(v, (int, float)) and not isinstance(v, bool) else " \
+	"'null' if v is None else type(v).__name__\n" \
+	"seen = {}\n" \
+	"def note(where, v, f):\n" \
+	"  if isinstance(v, list):\n" \
+	"    assert all(isinstance(x, str) for x in v), (f, where, v)\n" \
+	"  seen.setdefault(where, {}).setdefault(t(v), f)\n" \
+	"for f in sys.argv[1:]:\n" \
+	"  d = json.load(open(f))\n" \
+	"  for k, v in d['node'].items(): note(('node', k), v, f)\n" \
+	"  for c in d['checks']:\n" \
+	"    for k, v in c['observed'].items(): note((c['id'], k), v, f)\n" \
+	"  m = d['node'].get('memlock', 0)\n" \
+	"  assert m is None or t(m) == 'num', (f, m)\n" \
+	"  assert isinstance(d['node'].get('peer_clients', []), list), f\n" \
+	"bad = {w: ts for w, ts in seen.items() if len(set(ts) - {'null'} if 'num' in ts else ts) > 1}\n" \
+	"assert not bad, bad\n" \
+	"for w in (('node', 'memlock'), ('memory.memlock', 'soft'), ('memory.memlock', 'hard')):\n" \
+	"  assert set(seen.get(w, {})) <= {'num', 'null'}, (w, seen.get(w))\n" \
+	"assert set(seen.get(('node', 'peer_clients'), {'list': 0})) == {'list'}, seen.get(('node', 'peer_clients'))\n"
+
 static void cli_json_valid_for_every_fixture(void)
 {
 	static const char *const trees[] = {
@@ -621,6 +651,21 @@ static void cli_json_valid_for_every_fixture(void)
 			 ctl, fx, trees[i]) == 0, "%s: -p", trees[i]);
 		CHECK(sh("test ! -s %s/%s.err", fx, trees[i]) == 0, "%s wrote to stderr", trees[i]);
 	}
+	f = fopen(py, "w");
+	CHECK(f, "%s", py);
+	fputs(SCHEMA, f);
+	fclose(f);
+	{
+		char files[8192] = "";
+
+		for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++) {
+			size_t l = strlen(files);
+
+			snprintf(files + l, sizeof(files) - l, " %s/%s.json", fx, trees[i]);
+		}
+		CHECK(sh("python3 %s%s", py, files) == 0,
+		      "a field has more than one type across the fixtures' reports");
+	}
 	unlink(py);
 }
 
@@ -646,7 +691,7 @@ static void cli_exit_codes_and_text(void)
 	/* --only leaves the node facts --compare needs */
 	CHECK(sh("%s doctor -j --only mtu --sysroot %s/healthy | python3 -c 'import json,sys; "
 		 "n=json.load(sys.stdin)[\"node\"]; assert n[\"module\"] and n[\"library\"] and "
-		 "n[\"peer_client_name\"] == \"amdkfd\" and n[\"peer_clients\"] == \"amdkfd\", n'",
+		 "n[\"peer_client_name\"] == \"amdkfd\" and n[\"peer_clients\"] == [\"amdkfd\"], n'",
 		 ctl, fx) == 0, "node facts");
 }
 

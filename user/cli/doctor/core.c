@@ -441,6 +441,27 @@ void dr_bool(struct dr_result *r, const char *key, bool v)
 	val_new(r, key, DR_V_BOOL)->i = v;
 }
 
+void dr_null(struct dr_result *r, const char *key)
+{
+	val_new(r, key, DR_V_NULL);
+}
+
+/* @n strings (none when @n <= 0): a JSON array. */
+void dr_strs(struct dr_result *r, const char *key, char **v, int n)
+{
+	size_t len = 1;
+	char *s;
+
+	for (int i = 0; i < n; i++)
+		len += strlen(v[i]) + 1;
+	s = dr_alloc(len);
+	for (int i = 0; i < n; i++) {
+		strcat(s, v[i]);
+		strcat(s, "\n");
+	}
+	val_new(r, key, DR_V_STRS)->s = s;
+}
+
 const struct dr_val *dr_get(const struct dr_result *r, const char *key)
 {
 	for (size_t i = 0; i < r->nvals; i++)
@@ -496,14 +517,8 @@ static void node_facts(struct dr_ctx *c)
 	if (dr_read(c, buf, sizeof(buf), "/sys/module/strixpeer/parameters/peer_client_name") == 0)
 		dr_str(&c->node, "peer_client_name", buf);
 	n = dr_list(c, &peers, "/sys/kernel/mm/memory_peers");
-	buf[0] = '\0';
-	for (int i = 0; i < n; i++) {
-		size_t l = strlen(buf);
-
-		dr_fmt(buf + l, sizeof(buf) - l, "%s%s", l ? ", " : "", peers[i]);
-	}
 	if (n >= 0)
-		dr_str(&c->node, "peer_clients", buf);
+		dr_strs(&c->node, "peer_clients", peers, n);
 	dr_list_free(peers, n);
 }
 

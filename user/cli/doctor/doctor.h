@@ -24,7 +24,8 @@ enum dr_status { DR_PASS, DR_INFO, DR_SKIP, DR_WARN, DR_FAIL, DR_NSTATUS };
 /* Exit status: 0 no WARN/FAIL, 1 WARN, 2 FAIL, 3 doctor could not run. */
 #define DR_EXIT_USAGE 3
 
-enum dr_vtype { DR_V_STR, DR_V_INT, DR_V_BOOL };
+/* STRS: an array of strings, in s one per line; NULL: JSON null (unlimited) */
+enum dr_vtype { DR_V_STR, DR_V_INT, DR_V_BOOL, DR_V_NULL, DR_V_STRS };
 
 /* One observed value: a JSON member of the result's "observed" object. */
 struct dr_val {
@@ -116,6 +117,8 @@ void dr_raise(struct dr_result *r, enum dr_status st);
 void dr_str(struct dr_result *r, const char *key, const char *val);
 void dr_int(struct dr_result *r, const char *key, int64_t v);
 void dr_bool(struct dr_result *r, const char *key, bool v);
+void dr_null(struct dr_result *r, const char *key);
+void dr_strs(struct dr_result *r, const char *key, char **v, int n);
 const struct dr_val *dr_get(const struct dr_result *r, const char *key);
 const char *dr_status_name(enum dr_status st);
 int dr_status_from_name(const char *name);

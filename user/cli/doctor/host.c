@@ -145,15 +145,16 @@ static void check_memlock(struct dr_ctx *c)
 	r = dr_add(c, DR_C_MEMORY, "memlock", "", DR_PASS,
 		   "RLIMIT_MEMLOCK of this process: %s (hard limit %s)%s", soft_s, hard_s,
 		   cap ? "; it has CAP_IPC_LOCK, so the limit does not apply to it" : "");
+	/* bytes, or null for unlimited: one type per field on every node */
 	if (soft == UINT64_MAX) {
-		dr_str(r, "soft", "unlimited");
-		dr_str(&c->node, "memlock", "unlimited");
+		dr_null(r, "soft");
+		dr_null(&c->node, "memlock");
 	} else {
 		dr_int(r, "soft", (int64_t)soft);
-		dr_str(&c->node, "memlock", soft_s);
+		dr_int(&c->node, "memlock", (int64_t)soft);
 	}
 	if (hard == UINT64_MAX)
-		dr_str(r, "hard", "unlimited");
+		dr_null(r, "hard");
 	else
 		dr_int(r, "hard", (int64_t)hard);
 	dr_bool(r, "cap_ipc_lock", cap);
