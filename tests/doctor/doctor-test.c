@@ -199,6 +199,21 @@ static void accepted_warn_is_info_still_printed(void)
 		 ctl, fx) == 0, "accepted finding not printed");
 }
 
+/* mlx4 (ConnectX-3) takes host buffers only: never "GPU registration works" */
+static void connectx3_gpu_paths_host_buffers_only(void)
+{
+	struct dr_ctx *c = run("oculink-cx3");
+	const struct dr_result *r = expect(c, "gpudirect.nic", "mlx4_0", DR_INFO, "strixpeer buffers");
+
+	summary_has(r, "host buffers only");
+	summary_has(r, "not tried on hardware");
+	summary_has(expect(c, "gpudirect.ucx", NULL, DR_INFO, NULL), "fails on every one");
+	dr_ctx_free(c);
+	c = run("healthy");
+	summary_has(expect(c, "gpudirect.nic", "mlx5_0", DR_INFO, NULL), "PeerDirect");
+	dr_ctx_free(c);
+}
+
 static void pcie_switch_uplink_is_the_bottleneck(void)
 {
 	struct dr_ctx *c = run("pcie-switch");
@@ -768,6 +783,7 @@ static const struct tap_case cases[] = {
 	TAP_CASE(connectx3_x4_behind_oculink),
 	TAP_CASE(connectx7_x4_behind_oculink_is_warn),
 	TAP_CASE(accepted_warn_is_info_still_printed),
+	TAP_CASE(connectx3_gpu_paths_host_buffers_only),
 	TAP_CASE(pcie_switch_uplink_is_the_bottleneck),
 	TAP_CASE(pcie_downgraded_but_enough_is_info),
 	TAP_CASE(ib_port_init_without_sm),
