@@ -14,11 +14,12 @@
 #                     kernel; results in build/bench/ (docs/performance.md)
 #   make deps         install the Debian/Ubuntu packages the above need
 #   make install      install library, header, pkg-config and CMake files, CLI,
-#                     man pages, bash completion (install-lib: the same without
+#                     man pages, bash completion, systemd units (install-lib: the same without
 #                     building tests); PREFIX=/usr/local, DESTDIR= as usual
 #   make uninstall    remove what install put there (same PREFIX, DESTDIR)
 #   make dkms-install copy the module sources to /usr/src/strixpeer-VERSION, build
-#                     and install with DKMS for KVER (default: the running kernel)
+#                     and install with DKMS for KVER (default: the running kernel;
+#                     only KVER's module is replaced)
 #   make dkms-remove  remove that again, for every kernel
 #   make deb          Debian packages in build/deb/ (strixpeer-dkms, libstrixpeer1,
 #                     libstrixpeer-dev, strixpeer-utils, and the source package)
@@ -34,6 +35,7 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 DESTDIR ?=
 
 CC ?= cc
@@ -234,7 +236,10 @@ INSTALLED = $(LIBDIR)/$(SONAME).0.0 $(LIBDIR)/$(SONAME) $(LIBDIR)/libstrixpeer.s
 	$(INCLUDEDIR)/strixpeer.h $(BINDIR)/strixpeerctl \
 	$(addprefix $(MANDIR)/man3/,$(MAN3)) $(addprefix $(MANDIR)/man8/,$(MAN8)) \
 	$(foreach a,$(MAN_ALIASES),$(MANDIR)/man3/$(firstword $(subst :, ,$(a))).3) \
-	$(BASHCOMPDIR)/strixpeerctl
+	$(BASHCOMPDIR)/strixpeerctl $(addprefix $(SYSTEMDUNITDIR)/,$(UNITS))
+
+# The systemd units (systemd/): metrics for node-exporter, events to the journal.
+UNITS := strixpeer-textfile.service strixpeer-textfile.timer strixpeer-monitor.service
 
 # The dynamic linker's cache, when installing for real (not into DESTDIR).
 LDCONFIG = if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ] && command -v ldconfig >/dev/null; \
@@ -242,7 +247,7 @@ LDCONFIG = if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ] && command -v ldconfi
 
 install-lib: lib
 	install -d $(addprefix $(DESTDIR),$(LIBDIR)/pkgconfig $(CMAKEDIR) $(INCLUDEDIR) \
-		$(BINDIR) $(MANDIR)/man3 $(MANDIR)/man8 $(BASHCOMPDIR))
+		$(BINDIR) $(MANDIR)/man3 $(MANDIR)/man8 $(BASHCOMPDIR) $(SYSTEMDUNITDIR))
 	install -m 0644 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(SONAME).0.0 $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME).0.0 $(DESTDIR)$(LIBDIR)/libstrixpeer.so
@@ -257,6 +262,11 @@ install-lib: lib
 	for a in $(MAN_ALIASES); do \
 		echo ".so man3/$${a#*:}" > $(DESTDIR)$(MANDIR)/man3/$${a%%:*}.3 || exit 1; done
 	install -m 0644 user/cli/strixpeerctl.bash-completion $(DESTDIR)$(BASHCOMPDIR)/strixpeerctl
+	sed 's#/usr/bin/strixpeerctl#$(BINDIR)/strixpeerctl#g' systemd/strixpeer-textfile.service \
+		> $(DESTDIR)$(SYSTEMDUNITDIR)/strixpeer-textfile.service
+	sed 's#/usr/bin/strixpeerctl#$(BINDIR)/strixpeerctl#g' systemd/strixpeer-monitor.service \
+		> $(DESTDIR)$(SYSTEMDUNITDIR)/strixpeer-monitor.service
+	install -m 0644 systemd/strixpeer-textfile.timer $(DESTDIR)$(SYSTEMDUNITDIR)/
 	$(LDCONFIG)
 
 uninstall:
@@ -273,12 +283,13 @@ DKMS_FILES := Kbuild VERSION $(wildcard kmod/*.c kmod/*.h) kmod/conftest.sh \
 
 dkms-install:
 	@command -v dkms >/dev/null || { echo "dkms not found (apt install dkms)"; exit 1; }
-	-dkms remove strixpeer/$(VERSION) --all >/dev/null 2>&1
+	@# only KVER's build is removed: other kernels keep their module
+	-dkms remove strixpeer/$(VERSION) -k $(KVER) >/dev/null 2>&1
 	rm -rf $(DKMS_SRC)
 	install -d $(DKMS_SRC)
 	tar -cf - $(filter-out kmod/conftest.h,$(DKMS_FILES)) | tar -xf - -C $(DKMS_SRC)
 	sed 's/#MODULE_VERSION#/$(VERSION)/' dkms.conf > $(DKMS_SRC)/dkms.conf
-	dkms add strixpeer/$(VERSION)
+	if ! dkms status strixpeer/$(VERSION) | grep -q .; then dkms add strixpeer/$(VERSION); fi
 	dkms install strixpeer/$(VERSION) -k $(KVER)
 
 dkms-remove:

@@ -42,6 +42,10 @@ expect help_config_set 0 stdout '^BOOL: y, yes, true, on, 1 / n, no, false, off,
 expect help_stats 0 stdout '^       strixpeerctl stats -f prometheus$' -- stats help
 expect help_monitor 0 stdout 'monitor \[-t\]$' -- monitor --help
 expect help_status 0 stdout '^usage: strixpeerctl \[-j\] status$' -- status help
+expect help_bench 0 stdout '^usage: strixpeerctl \[-j\] bench \[HOST\]' -- bench help
+expect help_bench_word 0 stdout '^usage: strixpeerctl \[-j\] bench \[HOST\]' -- help bench
+expect help_doctor 0 stdout '^usage: strixpeerctl doctor ' -- doctor help
+expect help_doctor_word 0 stdout '^usage: strixpeerctl doctor ' -- help doctor
 expect help_json_refused 2 stderr 'help has no JSON form' -- -j help
 
 # unknown, ambiguous and extra words: status 2, the word named
@@ -57,6 +61,12 @@ expect extra_after_monitor 2 stderr 'unexpected argument "x"' -- monitor -t x
 expect bad_pid 2 stderr 'bad pid "12x"' -- buf show pid 12x
 expect pid_needs_number 2 stderr '"pid" needs a process id' -- buf show pid
 expect bad_option 2 stderr 'strixpeerctl help' -- --frob
+expect extra_after_bench_help 2 stderr 'unexpected argument "x"' -- bench help x
+expect extra_after_bench_host 2 stderr 'unexpected argument "two"' -- bench one two
+expect bench_serve_takes_no_host 2 stderr 'unexpected argument "h" \(--serve takes no HOST\)' -- bench --serve h
+# doctor keeps its own exit status 3 for "could not run" (2 is its FAIL)
+expect extra_after_doctor_serve 3 stderr 'unexpected argument "bogusarg"' -- doctor --serve bogusarg
+expect extra_after_doctor 3 stderr 'unexpected argument "now"' -- doctor now
 expect timestamp_is_for_monitor 2 stderr '-t is for monitor only' -- -t status
 
 # config set: keys exact or a unique prefix, values checked first
@@ -92,6 +102,12 @@ expect config_value_message 2 stderr 'bad value "0x10" for max_buf_size: a size 
 expect json_version_option 0 stdout '^\{"library":"[0-9.]+"\}$' -- -j -V
 expect pretty_implies_json 0 stdout '^  "library": ' -- -p -V
 expect prometheus_is_not_json 2 stderr 'stats -f prometheus is not JSON' -- -j stats -f prometheus
+out=$("$ctl" doctor -p --only memory 2> /dev/null); rc=$?
+[ $rc -le 2 ] && echo "$out" | grep -q '^  "' && echo "$out" | python3 -c 'import json,sys; json.load(sys.stdin)'
+result $? "doctor_pretty_is_json_after_doctor_too" "exit $rc: ${out:0:200}"
+out=$("$ctl" -p doctor --only memory 2> /dev/null); rc=$?
+[ $rc -le 2 ] && echo "$out" | grep -q '^  "' && echo "$out" | python3 -c 'import json,sys; json.load(sys.stdin)'
+result $? "doctor_pretty_is_json_before_doctor" "exit $rc: ${out:0:200}"
 expect unknown_format 2 stderr 'unknown format "csv"' -- stats -f csv
 
 # without the module: status says so (table and JSON), the rest exit 1
@@ -101,7 +117,7 @@ out=$("$ctl" -j status 2> /dev/null); rc=$?
 result $? "no_module_status_json"
 expect no_module_version_json 1 stdout '"module":null' -- -j version
 bad=""
-for c in "buf show" stats "stats -f prometheus" "config show" monitor "config set max_buf_size 1G"; do
+for c in "buf show" stats "config show" monitor "config set max_buf_size 1G"; do
 	# shellcheck disable=SC2086
 	err=$("$ctl" $c 2>&1 > /dev/null); rc=$?
 	{ [ $rc -eq 1 ] && echo "$err" | grep -q '^strixpeerctl: no "strixpeer" netlink family: is the strixpeer module loaded? (modprobe strixpeer)$'; } ||
@@ -109,5 +125,23 @@ for c in "buf show" stats "stats -f prometheus" "config show" monitor "config se
 done
 [ -z "$bad" ]
 result $? "no_module_commands_exit_1_saying_why" "$bad"
+
+# stats -f prometheus without the module: strixpeer_up 0, exit 0
+out=$("$ctl" stats -f prometheus 2> /tmp/cli-host.$$); rc=$?
+err=$(cat /tmp/cli-host.$$); rm -f /tmp/cli-host.$$
+[ $rc -eq 0 ] && echo "$out" | grep -qx 'strixpeer_up 0' &&
+	echo "$out" | grep -qx 'strixpeer_info{version="",library="[0-9.]*",peerdirect="no",client=""} 1' &&
+	echo "$err" | grep -q 'is the strixpeer module loaded.*(strixpeer_up 0)$'
+result $? "no_module_prometheus_up_0" "exit $rc, stdout '${out:0:300}', stderr '${err:0:200}'"
+
+# a bench whose RDMA part could not run: exit 1, the JSON says why
+out=$("$ctl" -j bench nosuchhost.invalid --ops write --kinds malloc --size 4K --repeat 1 \
+	--quiet 2> /tmp/cli-host.$$); rc=$?
+err=$(cat /tmp/cli-host.$$); rm -f /tmp/cli-host.$$
+[ $rc -eq 1 ] && echo "$err" | grep -q 'RDMA figures could not be measured' &&
+	echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["rdma_unavailable"]'
+result $? "bench_without_rdma_exits_1" "exit $rc, stdout '${out:0:200}', stderr '${err:0:200}'"
+expect bench_host_only_exits_0 0 stdout '"rdma_unavailable":null' -- -j bench --ops host \
+	--kinds malloc --size 4K --repeat 1 --quiet
 
 finish

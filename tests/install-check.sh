@@ -29,7 +29,10 @@ expected() {
 		lib/libstrixpeer.so.1 lib/libstrixpeer.so lib/libstrixpeer.a \
 		lib/pkgconfig/strixpeer.pc lib/cmake/strixpeer/strixpeerConfig.cmake \
 		lib/cmake/strixpeer/strixpeerConfigVersion.cmake \
-		share/bash-completion/completions/strixpeerctl
+		share/bash-completion/completions/strixpeerctl \
+		lib/systemd/system/strixpeer-textfile.service \
+		lib/systemd/system/strixpeer-textfile.timer \
+		lib/systemd/system/strixpeer-monitor.service
 	for f in docs/man/*.3; do echo "share/man/man3/${f##*/}"; done
 	for f in docs/man/*.8; do echo "share/man/man8/${f##*/}"; done
 	sed -n 's/^[[:space:]]*\(sp_[a-z0-9_]*\);.*/\1/p' user/lib/libstrixpeer.map |

@@ -12,7 +12,7 @@ if ! command -v lintian > /dev/null; then
 	echo "1..0 # SKIP lintian not installed (scripts/install-deps.sh installs it)"
 	exit 0
 fi
-echo "1..3"
+echo "1..4"
 out=build/lintian-check
 rm -rf "$out"
 mkdir -p "$out"
@@ -24,6 +24,7 @@ else
 	tail -n 20 "$out/make-deb.log" | sed 's/^/# /'
 	echo "not ok 2 lintian_no_errors_or_warnings # make deb failed"
 	echo "not ok 3 changes_names_source_and_every_package # make deb failed"
+	echo "not ok 4 utils_ships_systemd_units_not_enabled # make deb failed"
 	exit 1
 fi
 changes=$(ls build/deb/strixpeer_*.changes 2> /dev/null | head -n 1)
@@ -48,6 +49,25 @@ if [ -z "$miss" ]; then
 else
 	echo "not ok 3 changes_names_source_and_every_package"
 	echo "# missing:$miss"
+	failed=1
+fi
+# strixpeer-utils ships the units (not enabled by its scripts) and the rules
+utils=$(ls build/deb/strixpeer-utils_*.deb 2> /dev/null | head -n 1)
+list=$(dpkg-deb -c "$utils" 2>&1)
+miss=""
+for f in usr/lib/systemd/system/strixpeer-textfile.service \
+	usr/lib/systemd/system/strixpeer-textfile.timer \
+	usr/lib/systemd/system/strixpeer-monitor.service \
+	usr/share/doc/strixpeer-utils/examples/strixpeer.rules.yml; do
+	echo "$list" | grep -q " \./$f$" || miss="$miss $f"
+done
+mkdir -p "$out/utils-control"
+dpkg-deb -e "$utils" "$out/utils-control" 2> /dev/null
+if [ -z "$miss" ] && ! grep -qs 'deb-systemd-helper enable\|systemctl.*start' "$out"/utils-control/post*; then
+	echo "ok 4 utils_ships_systemd_units_not_enabled"
+else
+	echo "not ok 4 utils_ships_systemd_units_not_enabled"
+	echo "# missing:$miss; scripts: $(cat "$out"/utils-control/post* 2> /dev/null | tr '\n' ' ' | head -c 300)"
 	failed=1
 fi
 [ $failed -eq 0 ]

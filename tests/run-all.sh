@@ -127,6 +127,8 @@ tests/install-check.sh > "$out/install-check.tap" 2>&1
 record_tap "host/install-check" "$out/install-check.tap"
 tests/lintian-check.sh > "$out/lintian-check.tap" 2>&1
 record_tap "host/lintian-check" "$out/lintian-check.tap"
+tests/systemd-check.sh > "$out/systemd-check.tap" 2>&1
+record_tap "host/systemd-check" "$out/systemd-check.tap"
 # kernels.sh on a cache two checkouts share (fake packages, no download).
 tests/kernels-cache-check.sh > "$out/kernels-cache-check.tap" 2>&1
 record_tap "host/kernels-cache-check" "$out/kernels-cache-check.tap"

@@ -20,6 +20,7 @@
 
 static char fx[PATH_MAX] = "build/doctor-fixtures";
 static const char *ctl = "build/strixpeerctl";
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static void no_wait(void *arg)
 {
@@ -145,6 +146,71 @@ static void connectx3_x4_behind_oculink(void)
 	CHECK(obs_int(r, "slot_max_width") == 4, "slot width");
 	expect(c, "rdma.port", "mlx4_0/1", DR_PASS, NULL);
 	CHECK(dr_exit_status(c) == 1, "exit %d", dr_exit_status(c));
+	dr_ctx_free(c);
+}
+
+/* ConnectX-7 (Gen5 x16, NDR) at Gen4 x4 behind Oculink: works, slower: WARN */
+static void connectx7_x4_behind_oculink_is_warn(void)
+{
+	struct dr_ctx *c = run("oculink-cx7");
+	const struct dr_result *r = expect(c, "pcie.link", "mlx5_0 0000:03:00.0", DR_WARN, "x16");
+
+	summary_has(r, "16.0 GT/s x4");
+	summary_has(r, "63.012 Gb/s");
+	CHECK(obs_int(r, "usable_mbps") == 63012 && obs_int(r, "port_rate_mbps") == 400000,
+	      "usable %lld port %lld", (long long)obs_int(r, "usable_mbps"),
+	      (long long)obs_int(r, "port_rate_mbps"));
+	for (size_t i = 0; i < c->nres; i++)
+		CHECK(strcmp(c->res[i].check, "pcie") || c->res[i].status != DR_FAIL,
+		      "pcie FAIL: %s", c->res[i].summary);
+	dr_ctx_free(c);
+}
+
+/* Accepted findings: from the sysroot's doctor.conf and from --accept. */
+static void accepted_warn_is_info_still_printed(void)
+{
+	struct dr_ctx *c = run("oculink-cx7-accepted");
+	const struct dr_result *r;
+
+	CHECK(dr_accept_file(c, "/etc/strixpeer/doctor.conf") == 0, "doctor.conf");
+	dr_apply_accepted(c);
+	r = expect(c, "pcie.link", "mlx5_0 0000:03:00.0", DR_INFO, NULL);
+	summary_has(r, "63.012 Gb/s");
+	summary_has(r, "accepted: pcie.link=0000:03:00.0");
+	CHECK(dr_get(r, "accepted"), "no accepted value");
+	dr_ctx_free(c);
+	/* another subject is not accepted; the id alone accepts every one */
+	c = run("oculink-cx7");
+	dr_accept_add(c, "pcie.link=0000:99:00.0");
+	dr_apply_accepted(c);
+	expect(c, "pcie.link", "mlx5_0 0000:03:00.0", DR_WARN, NULL);
+	dr_accept_add(c, "pcie.link");
+	dr_apply_accepted(c);
+	expect(c, "pcie.link", "mlx5_0 0000:03:00.0", DR_INFO, NULL);
+	dr_ctx_free(c);
+	/* the command line: exit 0 once the only WARN is accepted */
+	CHECK(sh("%s doctor --sysroot %s/oculink-cx7 --only pcie > /dev/null", ctl, fx) == 1,
+	      "not WARN");
+	CHECK(sh("%s doctor --sysroot %s/oculink-cx7 --only pcie --accept pcie.link > /dev/null",
+		 ctl, fx) == 0, "--accept");
+	CHECK(sh("%s doctor --sysroot %s/oculink-cx7-accepted --only pcie > /dev/null", ctl, fx) == 0,
+	      "doctor.conf");
+	CHECK(sh("%s doctor --sysroot %s/oculink-cx7-accepted --only pcie | grep -q 'accepted: pcie.link'",
+		 ctl, fx) == 0, "accepted finding not printed");
+}
+
+/* mlx4 (ConnectX-3) takes host buffers only: never "GPU registration works" */
+static void connectx3_gpu_paths_host_buffers_only(void)
+{
+	struct dr_ctx *c = run("oculink-cx3");
+	const struct dr_result *r = expect(c, "gpudirect.nic", "mlx4_0", DR_INFO, "strixpeer buffers");
+
+	summary_has(r, "host buffers only");
+	summary_has(r, "not tried on hardware");
+	summary_has(expect(c, "gpudirect.ucx", NULL, DR_INFO, NULL), "fails on every one");
+	dr_ctx_free(c);
+	c = run("healthy");
+	summary_has(expect(c, "gpudirect.nic", "mlx5_0", DR_INFO, NULL), "PeerDirect");
 	dr_ctx_free(c);
 }
 
@@ -492,6 +558,17 @@ static void only_selects_checks(void)
 	      mask == ((1U << DR_C_MTU) | (1U << DR_C_RDMA)), "mask %#x", mask);
 	CHECK(dr_parse_only("mtu,bogus", &mask) == -EINVAL, "bogus accepted");
 	CHECK(dr_parse_only("", &mask) == -EINVAL, "empty accepted");
+	/* check ids as printed: pcie.link keeps that id only */
+	dr_ctx_init(&c);
+	CHECK(dr_parse_only_ids(&c, "pcie.link,mtu") == 0 &&
+	      c.only == ((1U << DR_C_PCIE) | (1U << DR_C_MTU)), "ids mask %#x", c.only);
+	CHECK(dr_parse_only_ids(&c, "pcie.") == -EINVAL, "\"pcie.\" accepted");
+	CHECK(dr_parse_only_ids(&c, "bogus.link") == -EINVAL, "bogus.link accepted");
+	dr_ctx_free(&c);
+	CHECK(sh("%s doctor -j --sysroot %s/healthy --only rdma.port | python3 -c '"
+		 "import json,sys; r=json.load(sys.stdin)[\"checks\"]; "
+		 "assert r and all(x[\"id\"] == \"rdma.port\" for x in r), r'", ctl, fx) == 0,
+	      "--only rdma.port kept other ids");
 	dr_ctx_init(&c);
 	CHECK(dr_ctx_set_sysroot(&c, "/nonexistent/sysroot") == -ENOENT, "missing sysroot");
 	dr_ctx_free(&c);
@@ -500,7 +577,6 @@ static void only_selects_checks(void)
 /* --- the command line ------------------------------------------------------ */
 
 /* Exit status of a shell command. */
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int sh(const char *fmt, ...)
 {
 	char cmd[8192];
@@ -531,6 +607,36 @@ static int sh(const char *fmt, ...)
 	"want = 2 if n['FAIL'] else 1 if n['WARN'] else 0\n" \
 	"assert d['summary']['exit'] == want == rc, (d['summary'], want, rc)\n"
 
+/*
+ * One type per field on every node: over all the fixtures' reports, each
+ * node fact and each check id's observed value has one JSON type (a number
+ * may also be null: unlimited); lists are arrays of strings; memlock is
+ * bytes or null.
+ */
+#define SCHEMA \
+	"import json,sys\n" \
+	"def t(v):\n" \
+	"  return 'num' if isinstance(v, (int, float)) and not isinstance(v, bool) else " \
+	"'null' if v is None else type(v).__name__\n" \
+	"seen = {}\n" \
+	"def note(where, v, f):\n" \
+	"  if isinstance(v, list):\n" \
+	"    assert all(isinstance(x, str) for x in v), (f, where, v)\n" \
+	"  seen.setdefault(where, {}).setdefault(t(v), f)\n" \
+	"for f in sys.argv[1:]:\n" \
+	"  d = json.load(open(f))\n" \
+	"  for k, v in d['node'].items(): note(('node', k), v, f)\n" \
+	"  for c in d['checks']:\n" \
+	"    for k, v in c['observed'].items(): note((c['id'], k), v, f)\n" \
+	"  m = d['node'].get('memlock', 0)\n" \
+	"  assert m is None or t(m) == 'num', (f, m)\n" \
+	"  assert isinstance(d['node'].get('peer_clients', []), list), f\n" \
+	"bad = {w: ts for w, ts in seen.items() if len(set(ts) - {'null'} if 'num' in ts else ts) > 1}\n" \
+	"assert not bad, bad\n" \
+	"for w in (('node', 'memlock'), ('memory.memlock', 'soft'), ('memory.memlock', 'hard')):\n" \
+	"  assert set(seen.get(w, {})) <= {'num', 'null'}, (w, seen.get(w))\n" \
+	"assert set(seen.get(('node', 'peer_clients'), {'list': 0})) == {'list'}, seen.get(('node', 'peer_clients'))\n"
+
 static void cli_json_valid_for_every_fixture(void)
 {
 	static const char *const trees[] = {
@@ -538,7 +644,7 @@ static void cli_json_valid_for_every_fixture(void)
 		"mtu-edge", "memlock-64k", "memlock-unlimited", "strix-6.12", "strix-96g",
 		"gttsize", "amd-iommu-off", "peer-strixpeer", "peer-amdkfd", "peer-clash",
 		"tb-one-lane", "no-module", "kernel-update", "dev-0600", "rxe-down", "broken",
-		"pcie-switch", "pcie-enough", "phoenix-8g",
+		"pcie-switch", "pcie-enough", "phoenix-8g", "oculink-cx7", "oculink-cx7-accepted",
 	};
 	char py[PATH_MAX];
 	FILE *f;
@@ -559,6 +665,21 @@ static void cli_json_valid_for_every_fixture(void)
 		CHECK(sh("%s doctor -j -p --sysroot %s/%s | python3 -m json.tool > /dev/null",
 			 ctl, fx, trees[i]) == 0, "%s: -p", trees[i]);
 		CHECK(sh("test ! -s %s/%s.err", fx, trees[i]) == 0, "%s wrote to stderr", trees[i]);
+	}
+	f = fopen(py, "w");
+	CHECK(f, "%s", py);
+	fputs(SCHEMA, f);
+	fclose(f);
+	{
+		char files[8192] = "";
+
+		for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++) {
+			size_t l = strlen(files);
+
+			snprintf(files + l, sizeof(files) - l, " %s/%s.json", fx, trees[i]);
+		}
+		CHECK(sh("python3 %s%s", py, files) == 0,
+		      "a field has more than one type across the fixtures' reports");
 	}
 	unlink(py);
 }
@@ -585,7 +706,7 @@ static void cli_exit_codes_and_text(void)
 	/* --only leaves the node facts --compare needs */
 	CHECK(sh("%s doctor -j --only mtu --sysroot %s/healthy | python3 -c 'import json,sys; "
 		 "n=json.load(sys.stdin)[\"node\"]; assert n[\"module\"] and n[\"library\"] and "
-		 "n[\"peer_client_name\"] == \"amdkfd\" and n[\"peer_clients\"] == \"amdkfd\", n'",
+		 "n[\"peer_client_name\"] == \"amdkfd\" and n[\"peer_clients\"] == [\"amdkfd\"], n'",
 		 ctl, fx) == 0, "node facts");
 }
 
@@ -660,6 +781,9 @@ static void cli_valgrind_clean(void)
 static const struct tap_case cases[] = {
 	TAP_CASE(healthy_two_port_node_all_pass),
 	TAP_CASE(connectx3_x4_behind_oculink),
+	TAP_CASE(connectx7_x4_behind_oculink_is_warn),
+	TAP_CASE(accepted_warn_is_info_still_printed),
+	TAP_CASE(connectx3_gpu_paths_host_buffers_only),
 	TAP_CASE(pcie_switch_uplink_is_the_bottleneck),
 	TAP_CASE(pcie_downgraded_but_enough_is_info),
 	TAP_CASE(ib_port_init_without_sm),

@@ -246,6 +246,18 @@ ibdev "$f" mlx5_0 pci0000:00/0000:00:01.1/0000:01:00.0 14.32.1010 MT4117
 port "$f" mlx5_0 1 "4: ACTIVE" "5: LinkUp" "25 Gb/sec (1X EDR)" Ethernet
 roce "$f" mlx5_0 1 eth0 c612:0001; netdev "$f" eth0 9000
 
+# a ConnectX-7 (Gen5 x16, 400 Gb/s NDR) behind a Gen4 x4 Oculink adapter:
+# 63 Gb/s usable, far below the port, but RDMA works: WARN, not FAIL
+f=$out/oculink-cx7;	base "$f"
+pci "$f" pci0000:00/0000:00:01.2 1022 14ee 060400 16.0 4 16.0 4
+pci "$f" pci0000:00/0000:00:01.2/0000:03:00.0 15b3 1021 020700 16.0 4 32.0 16 0
+ibdev "$f" mlx5_0 pci0000:00/0000:00:01.2/0000:03:00.0 28.39.1002 MT4129
+port "$f" mlx5_0 1 "4: ACTIVE" "5: LinkUp" "400 Gb/sec (4X NDR)" InfiniBand 0x2 0x1
+# the same node, its x4 link accepted in /etc/strixpeer/doctor.conf
+f=$out/oculink-cx7-accepted; base "$f"; cp -a "$out/oculink-cx7/." "$f/"
+mkdir -p "$f/etc/strixpeer"
+printf '# the Oculink dock is x4: known\naccept pcie.link=0000:03:00.0\n' > "$f/etc/strixpeer/doctor.conf"
+
 f=$out/ib-no-sm;	base "$f"; cx3 "$f" 8 8 "2: INIT" "5: LinkUp" 0x0
 f=$out/ib-polling;	base "$f"; cx3 "$f" 8 8 "1: DOWN" "2: Polling" 0x0
 f=$out/mtu-1500;	base "$f"; cx4 "$f" 1500

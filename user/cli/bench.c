@@ -18,7 +18,7 @@
 #include "bench.h"
 #include "strixpeer.h"
 
-static void bench_usage(void)
+static void bench_usage(FILE *f)
 {
 	fputs("usage: strixpeerctl [-j] bench [HOST] [options]\n"
 	      "       strixpeerctl bench --serve [--bind ADDR] [--port N]\n\n"
@@ -39,7 +39,31 @@ static void bench_usage(void)
 	      "  --depth N         outstanding work requests (128)\n"
 	      "  --events          sleep for completions (perftest -e) instead of polling\n"
 	      "  --out DIR         also write DIR/bench.json, bench.txt, bench.svg\n"
-	      "  --quiet           no progress on stderr\n", stderr);
+	      "  --quiet           no progress on stderr\n"
+	      "exit status: 0 measured, 1 a part asked for (RDMA) could not run\n"
+	      "(the JSON's rdma_unavailable says why), 2 usage error\n", f);
+}
+
+/*
+ * Whether the RDMA figures were measured: the report's rdma_unavailable is
+ * null. The library says why they were not only in its reports, so read
+ * the JSON one (written to memory, never to a file).
+ */
+static bool bench_rdma_ran(const struct sp_bench *b)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	bool ran = false;
+
+	if (!f)
+		return false;
+	int wrote = sp_bench_write_json(b, f);
+
+	if (fclose(f) == 0 && wrote == 0)
+		ran = buf && strstr(buf, "\"rdma_unavailable\":null");
+	free(buf);
+	return ran;
 }
 
 static int bench_list(const char *arg, const char *const *names, unsigned int n,
@@ -105,7 +129,7 @@ static int bench_out(const struct sp_bench *b, const char *dir)
 	}
 	snprintf(path, sizeof(path), "%s/bench.svg", dir);
 	c = sp_bench_write_plot(b, path);
-	if (c == -ENODATA) {
+	if (c == -ENODATA || c == -ENOENT) {	/* no RDMA figures; no gnuplot */
 		fprintf(stderr, "bench: no plot: %s\n", sp_errmsg());
 	} else if (c < 0) {
 		fprintf(stderr, "strixpeerctl: bench: plot: %s\n", sp_errmsg());
@@ -147,6 +171,16 @@ int cmd_bench(int argc, char **argv, bool json)
 	uint64_t v;
 	int c, ret;
 
+	/* "bench help": not a host called help */
+	if (argc >= 1 && !strcmp(argv[0], "help")) {
+		if (argc > 1) {
+			fprintf(stderr, "strixpeerctl: bench: unexpected argument \"%s\"; see "
+				"\"strixpeerctl bench help\"\n", argv[1]);
+			return 2;
+		}
+		bench_usage(stdout);
+		return 0;
+	}
 	sp_bench_opts_init(&o);
 	o.progress = bench_progress;
 	optind = 0;	/* argv[0] is the first word after "bench" */
@@ -198,17 +232,19 @@ int cmd_bench(int argc, char **argv, bool json)
 				o.max_bytes = v;
 			break;
 		case 'h':
-			bench_usage();
+			bench_usage(stdout);
 			return 0;
 		default:
-			bench_usage();
+			fprintf(stderr, "strixpeerctl: bench: see \"strixpeerctl bench help\"\n");
 			return 2;
 		}
 	}
 	if (optind < argc)
 		o.server = argv[optind++];
 	if (optind < argc || (serve && o.server)) {
-		bench_usage();
+		fprintf(stderr, "strixpeerctl: bench: unexpected argument \"%s\"%s; see "
+			"\"strixpeerctl bench help\"\n", optind < argc ? argv[optind] : o.server,
+			serve ? " (--serve takes no HOST)" : "");
 		return 2;
 	}
 	if (quiet)
@@ -233,6 +269,11 @@ int cmd_bench(int argc, char **argv, bool json)
 		fprintf(stderr, "strixpeerctl: bench: %s\n", sp_errmsg());
 	if (out && bench_out(b, out))
 		ret = 1;
+	if (!ret && (o.ops & ~SP_BENCH_OP_HOST) && !bench_rdma_ran(b)) {
+		fprintf(stderr, "strixpeerctl: bench: the RDMA figures could not be measured "
+			"(rdma_unavailable in the report says why)\n");
+		ret = 1;
+	}
 	sp_bench_free(b);
 	return ret ? 1 : 0;
 }

@@ -562,6 +562,56 @@ static void print_prometheus(const struct sp_counters *c, const struct sp_peer_c
 	       pc->maps, pc->registrations, pc->imports);
 }
 
+/* A Prometheus label value: backslash, double quote and newline escaped. */
+static void print_label(const char *name, const char *value, bool last)
+{
+	printf("%s=\"", name);
+	for (; *value; value++) {
+		if (*value == '\\' || *value == '"')
+			printf("\\%c", *value);
+		else if (*value == '\n')
+			fputs("\\n", stdout);
+		else
+			putchar(*value);
+	}
+	printf("\"%s", last ? "" : ",");
+}
+
+/* The peer-memory client's name (memory_peers/<name>), or "". */
+static void peer_client_name(char *name, size_t len)
+{
+	FILE *f = fopen("/sys/module/strixpeer/parameters/peer_client_name", "re");
+
+	name[0] = '\0';
+	if (f && fgets(name, (int)len, f))
+		name[strcspn(name, "\n")] = '\0';
+	if (f)
+		fclose(f);
+}
+
+/*
+ * strixpeer_up and strixpeer_info come first and are always written, so a
+ * textfile replaced while the module is absent says so (up 0) instead of
+ * keeping the last values.
+ */
+static void print_prometheus_up(const struct sp_info *info)
+{
+	char client[80] = "";
+	bool pd = info && (info->features & SP_FEAT_PEERDIRECT);
+
+	if (pd)
+		peer_client_name(client, sizeof(client));
+	printf("# HELP strixpeer_up 1 when the strixpeer module answered, 0 when it is absent\n"
+	       "# TYPE strixpeer_up gauge\nstrixpeer_up %d\n", info ? 1 : 0);
+	printf("# HELP strixpeer_info the module's version, PeerDirect and its client's name\n"
+	       "# TYPE strixpeer_info gauge\nstrixpeer_info{");
+	print_label("version", info ? info->version : "", false);
+	print_label("library", sp_lib_version(), false);
+	print_label("peerdirect", pd ? "yes" : "no", false);
+	print_label("client", client, true);
+	printf("} 1\n");
+}
+
 /* stats [-f prometheus] */
 static int cmd_stats(int argc, char **argv)
 {
@@ -569,6 +619,7 @@ static int cmd_stats(int argc, char **argv)
 	struct sp_peer_counters pc;
 	struct sp_counters c;
 	struct sp_config cfg;
+	struct sp_info info;
 	struct sp_ctl *ctl;
 
 	static const struct {
@@ -590,6 +641,25 @@ static int cmd_stats(int argc, char **argv)
 	} else if (argc) {
 		return bad_usage("stats", "unexpected argument \"%s\"", argv[0]);
 	}
+	if (prom) {
+		/* module absent or refusing: strixpeer_up 0, still exit 0 */
+		if (sp_ctl_open(&ctl) < 0) {
+			fprintf(stderr, "strixpeerctl: %s (strixpeer_up 0)\n", sp_errmsg());
+			print_prometheus_up(NULL);
+			return 0;
+		}
+		if (sp_ctl_info(ctl, &info) < 0 || sp_ctl_stats(ctl, &c) < 0 ||
+		    sp_ctl_config_get(ctl, &cfg) < 0 || sp_ctl_peer_stats(ctl, &pc) < 0) {
+			fprintf(stderr, "strixpeerctl: %s (strixpeer_up 0)\n", sp_errmsg());
+			sp_ctl_close(ctl);
+			print_prometheus_up(NULL);
+			return 0;
+		}
+		sp_ctl_close(ctl);
+		print_prometheus_up(&info);
+		print_prometheus(&c, &pc, &cfg);
+		return 0;
+	}
 	if (open_ctl(&ctl))
 		return 1;
 	if (sp_ctl_stats(ctl, &c) < 0 || sp_ctl_config_get(ctl, &cfg) < 0 ||
@@ -598,10 +668,6 @@ static int cmd_stats(int argc, char **argv)
 		return fail();
 	}
 	sp_ctl_close(ctl);
-	if (prom) {
-		print_prometheus(&c, &pc, &cfg);
-		return 0;
-	}
 	/* the names are the netlink attributes' and the Prometheus metrics' */
 	pr_obj_open(NULL);
 	print_counters(&c, true);

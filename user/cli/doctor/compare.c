@@ -70,6 +70,38 @@ static int read_report(const char *file, struct report *rep)
 	return 0;
 }
 
+/*
+ * A node fact as text: a string, a number, null (unlimited) or an array of
+ * strings (", " between them); NULL when the report lacks it.
+ */
+static const char *fact(const struct dr_json *node, const char *key, char *buf, size_t len)
+{
+	const struct dr_json *v = dr_json_get(node, key);
+
+	if (!v)
+		return NULL;
+	switch (v->type) {
+	case DR_J_STR:
+		return v->s;
+	case DR_J_NUM:
+		snprintf(buf, len, "%.0f", v->n);
+		return buf;
+	case DR_J_NULL:
+		return "unlimited";
+	case DR_J_ARR:
+		buf[0] = '\0';
+		for (size_t i = 0; i < v->nkids; i++) {
+			size_t l = strlen(buf);
+
+			if (v->kids[i].type == DR_J_STR)
+				snprintf(buf + l, len - l, "%s%s", l ? ", " : "", v->kids[i].s);
+		}
+		return buf;
+	default:
+		return NULL;
+	}
+}
+
 /* Every node's value of one node fact: PASS when they agree. */
 static void compare_fact(struct dr_ctx *c, struct report *reps, int n, const char *key,
 			 const char *what, const char *advice)
@@ -81,7 +113,8 @@ static void compare_fact(struct dr_ctx *c, struct report *reps, int n, const cha
 	int have = 0;
 
 	for (int i = 0; i < n; i++) {
-		const char *v = dr_json_str(reps[i].node, key);
+		char buf[512];
+		const char *v = fact(reps[i].node, key, buf, sizeof(buf));
 		size_t l = strlen(list);
 
 		if (!v || !v[0])

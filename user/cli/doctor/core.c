@@ -135,6 +135,13 @@ void dr_ctx_free(struct dr_ctx *c)
 	result_free(&c->node);
 	free(c->res);
 	free(c->ports);
+	free(c->only_ids);
+	c->only_ids = NULL;
+	for (size_t i = 0; i < c->naccept; i++)
+		free(c->accept[i]);
+	free(c->accept);
+	c->accept = NULL;
+	c->naccept = 0;
 	c->res = NULL;
 	c->ports = NULL;
 	c->nres = c->cap = c->nports = 0;
@@ -168,6 +175,161 @@ int dr_parse_only(const char *list, unsigned int *mask)
 	if (!ret && !*mask)
 		ret = -EINVAL;
 	return ret;
+}
+
+/*
+ * --only with check ids as the report prints them ("pcie.link") as well as
+ * whole checks ("pcie"): the checks to run, and the ids to keep of them.
+ */
+int dr_parse_only_ids(struct dr_ctx *c, const char *list)
+{
+	char *copy = dr_strdup(list), *save = NULL, *w;
+	size_t len = strlen(list) + 3;
+	int ret = 0;
+
+	free(c->only_ids);
+	c->only_ids = dr_alloc(len);
+	strcpy(c->only_ids, ",");
+	c->only = c->only_whole = 0;
+	for (w = strtok_r(copy, ", ", &save); w; w = strtok_r(NULL, ", ", &save)) {
+		char *dot = strchr(w, '.');
+		int i;
+
+		if (dot)
+			*dot = '\0';
+		for (i = 0; i < DR_NCHECKS; i++)
+			if (!strcmp(w, dr_check_names[i]))
+				break;
+		if (i == DR_NCHECKS || (dot && !dot[1])) {
+			ret = -EINVAL;
+			break;
+		}
+		c->only |= 1U << i;
+		if (!dot) {
+			c->only_whole |= 1U << i;
+			continue;
+		}
+		*dot = '.';
+		strcat(c->only_ids, w);
+		strcat(c->only_ids, ",");
+	}
+	free(copy);
+	if (!ret && !c->only)
+		ret = -EINVAL;
+	return ret;
+}
+
+/* Drop the results of checks --only named by id that are not those ids. */
+void dr_filter_only(struct dr_ctx *c)
+{
+	size_t i, j;
+
+	if (!c->only_ids || !c->only_ids[1])
+		return;
+	for (i = j = 0; i < c->nres; i++) {
+		struct dr_result *r = &c->res[i];
+		char key[256];
+		int k;
+
+		for (k = 0; k < DR_NCHECKS; k++)
+			if (!strcmp(r->check, dr_check_names[k]))
+				break;
+		snprintf(key, sizeof(key), ",%s,", r->id);
+		if (k == DR_NCHECKS || (c->only_whole & (1U << k)) || strstr(c->only_ids, key))
+			c->res[j++] = *r;
+		else
+			result_free(r);
+	}
+	c->nres = j;
+}
+
+/* An accepted finding: "ID" (every one of that id) or "ID=SUBJECT". */
+void dr_accept_add(struct dr_ctx *c, const char *spec)
+{
+	char **n = realloc(c->accept, (c->naccept + 1) * sizeof(*n));
+
+	if (!n) {
+		fputs("strixpeerctl doctor: out of memory\n", stderr);
+		exit(DR_EXIT_USAGE);
+	}
+	c->accept = n;
+	c->accept[c->naccept++] = dr_strdup(spec);
+}
+
+/*
+ * The accepted-findings file (/etc/strixpeer/doctor.conf below the
+ * sysroot): one "accept ID[=SUBJECT]" per line, # comments. A missing file
+ * is no error (returns 0); an unreadable one or a bad line: -errno.
+ */
+int dr_accept_file(struct dr_ctx *c, const char *path)
+{
+	char full[8192], line[512];
+	int lineno = 0, ret = 0;
+	FILE *f;
+
+	snprintf(full, sizeof(full), "%s%s", c->sysroot, path);
+	f = fopen(full, "re");
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line, *end;
+
+		lineno++;
+		line[strcspn(line, "#\n")] = '\0';
+		while (*p == ' ' || *p == '\t')
+			p++;
+		end = p + strlen(p);
+		while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+			*--end = '\0';
+		if (!*p)
+			continue;
+		if (strncmp(p, "accept", 6) || (p[6] != ' ' && p[6] != '\t')) {
+			fprintf(stderr, "strixpeerctl doctor: %s:%d: expected \"accept ID[=SUBJECT]\": %s\n",
+				full, lineno, p);
+			ret = -EINVAL;
+			continue;
+		}
+		p += 6;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		dr_accept_add(c, p);
+	}
+	fclose(f);
+	return ret;
+}
+
+/* Whether @word is @subject or one of its space-separated words. */
+static bool subject_has(const char *subject, const char *word)
+{
+	size_t len = strlen(word);
+
+	for (const char *p = subject; p && *p; p = strchr(p, ' '), p = p ? p + 1 : NULL)
+		if (!strncmp(p, word, len) && (p[len] == ' ' || !p[len]))
+			return true;
+	return false;
+}
+
+/* An accepted WARN becomes INFO, still printed, saying it was accepted. */
+void dr_apply_accepted(struct dr_ctx *c)
+{
+	for (size_t i = 0; i < c->nres; i++) {
+		struct dr_result *r = &c->res[i];
+
+		if (r->status != DR_WARN)
+			continue;
+		for (size_t k = 0; k < c->naccept; k++) {
+			const char *a = c->accept[k], *eq = strchr(a, '=');
+			size_t idlen = eq ? (size_t)(eq - a) : strlen(a);
+
+			if (strlen(r->id) != idlen || strncmp(r->id, a, idlen) ||
+			    (eq && !subject_has(r->subject, eq + 1)))
+				continue;
+			r->status = DR_INFO;
+			dr_bool(r, "accepted", true);
+			dr_set_summary(r, "%s (accepted: %s)", r->summary, a);
+			break;
+		}
+	}
 }
 
 struct dr_result *dr_add(struct dr_ctx *c, enum dr_check check, const char *what,
@@ -279,6 +441,27 @@ void dr_bool(struct dr_result *r, const char *key, bool v)
 	val_new(r, key, DR_V_BOOL)->i = v;
 }
 
+void dr_null(struct dr_result *r, const char *key)
+{
+	val_new(r, key, DR_V_NULL);
+}
+
+/* @n strings (none when @n <= 0): a JSON array. */
+void dr_strs(struct dr_result *r, const char *key, char **v, int n)
+{
+	size_t len = 1;
+	char *s;
+
+	for (int i = 0; i < n; i++)
+		len += strlen(v[i]) + 1;
+	s = dr_alloc(len);
+	for (int i = 0; i < n; i++) {
+		strcat(s, v[i]);
+		strcat(s, "\n");
+	}
+	val_new(r, key, DR_V_STRS)->s = s;
+}
+
 const struct dr_val *dr_get(const struct dr_result *r, const char *key)
 {
 	for (size_t i = 0; i < r->nvals; i++)
@@ -334,14 +517,8 @@ static void node_facts(struct dr_ctx *c)
 	if (dr_read(c, buf, sizeof(buf), "/sys/module/strixpeer/parameters/peer_client_name") == 0)
 		dr_str(&c->node, "peer_client_name", buf);
 	n = dr_list(c, &peers, "/sys/kernel/mm/memory_peers");
-	buf[0] = '\0';
-	for (int i = 0; i < n; i++) {
-		size_t l = strlen(buf);
-
-		dr_fmt(buf + l, sizeof(buf) - l, "%s%s", l ? ", " : "", peers[i]);
-	}
 	if (n >= 0)
-		dr_str(&c->node, "peer_clients", buf);
+		dr_strs(&c->node, "peer_clients", peers, n);
 	dr_list_free(peers, n);
 }
 

@@ -24,7 +24,8 @@ enum dr_status { DR_PASS, DR_INFO, DR_SKIP, DR_WARN, DR_FAIL, DR_NSTATUS };
 /* Exit status: 0 no WARN/FAIL, 1 WARN, 2 FAIL, 3 doctor could not run. */
 #define DR_EXIT_USAGE 3
 
-enum dr_vtype { DR_V_STR, DR_V_INT, DR_V_BOOL };
+/* STRS: an array of strings, in s one per line; NULL: JSON null (unlimited) */
+enum dr_vtype { DR_V_STR, DR_V_INT, DR_V_BOOL, DR_V_NULL, DR_V_STRS };
 
 /* One observed value: a JSON member of the result's "observed" object. */
 struct dr_val {
@@ -77,6 +78,10 @@ struct dr_ctx {
 	char sysroot[4096];	/* "" for "/" */
 	bool live;		/* sysroot is "/": devices may be opened */
 	unsigned int only;	/* bit per enum dr_check; 0: all */
+	char *only_ids;		/* ",pcie.link,": --only's check ids (NULL: none) */
+	unsigned int only_whole;	/* checks --only names whole ("pcie") */
+	char **accept;		/* accepted findings: "ID" or "ID=SUBJECT" */
+	size_t naccept;
 	unsigned int interval_ms;	/* between the two counter samples */
 	/* called between the two counter samples (tests change files there) */
 	void (*between_samples)(void *arg);
@@ -96,6 +101,11 @@ int dr_ctx_set_sysroot(struct dr_ctx *c, const char *sysroot);
 void dr_ctx_free(struct dr_ctx *c);
 bool dr_want(const struct dr_ctx *c, enum dr_check check);
 int dr_parse_only(const char *list, unsigned int *mask);
+int dr_parse_only_ids(struct dr_ctx *c, const char *list);
+void dr_filter_only(struct dr_ctx *c);
+void dr_accept_add(struct dr_ctx *c, const char *spec);
+int dr_accept_file(struct dr_ctx *c, const char *path);
+void dr_apply_accepted(struct dr_ctx *c);
 struct dr_result *dr_add(struct dr_ctx *c, enum dr_check check, const char *what,
 			 const char *subject, enum dr_status st, const char *fmt, ...)
 	__attribute__((format(printf, 6, 7)));
@@ -107,6 +117,8 @@ void dr_raise(struct dr_result *r, enum dr_status st);
 void dr_str(struct dr_result *r, const char *key, const char *val);
 void dr_int(struct dr_result *r, const char *key, int64_t v);
 void dr_bool(struct dr_result *r, const char *key, bool v);
+void dr_null(struct dr_result *r, const char *key);
+void dr_strs(struct dr_result *r, const char *key, char **v, int n);
 const struct dr_val *dr_get(const struct dr_result *r, const char *key);
 const char *dr_status_name(enum dr_status st);
 int dr_status_from_name(const char *name);

@@ -145,15 +145,16 @@ static void check_memlock(struct dr_ctx *c)
 	r = dr_add(c, DR_C_MEMORY, "memlock", "", DR_PASS,
 		   "RLIMIT_MEMLOCK of this process: %s (hard limit %s)%s", soft_s, hard_s,
 		   cap ? "; it has CAP_IPC_LOCK, so the limit does not apply to it" : "");
+	/* bytes, or null for unlimited: one type per field on every node */
 	if (soft == UINT64_MAX) {
-		dr_str(r, "soft", "unlimited");
-		dr_str(&c->node, "memlock", "unlimited");
+		dr_null(r, "soft");
+		dr_null(&c->node, "memlock");
 	} else {
 		dr_int(r, "soft", (int64_t)soft);
-		dr_str(&c->node, "memlock", soft_s);
+		dr_int(&c->node, "memlock", (int64_t)soft);
 	}
 	if (hard == UINT64_MAX)
-		dr_str(r, "hard", "unlimited");
+		dr_null(r, "hard");
 	else
 		dr_int(r, "hard", (int64_t)hard);
 	dr_bool(r, "cap_ipc_lock", cap);
@@ -516,6 +517,34 @@ static void check_gdr_level(struct dr_ctx *c, const struct gpu *g, int ngpu)
 	}
 }
 
+/*
+ * What GPU memory paths a verbs driver offers, by its device name (read
+ * from the drivers' code, not tried on hardware): mlx5 registers peer
+ * memory (PeerDirect) and dma-buf MRs; irdma pinned dma-buf MRs only;
+ * mlx4, rxe and siw neither: host buffers (strixpeer's) only.
+ */
+static const char *nic_gpu_paths(const struct dr_port *p, bool *gpu)
+{
+	static const struct {
+		const char *prefix, *paths;
+		bool gpu;
+	} drv[] = {
+		{ "mlx5", "PeerDirect (ibv_reg_mr on GPU memory through a peer client) and dma-buf MRs", true },
+		{ "irdma", "pinned dma-buf MRs (no PeerDirect)", true },
+		{ "mlx4", "host buffers only: no PeerDirect, no dma-buf MRs", false },
+		{ "rxe", "host buffers only: no PeerDirect, no dma-buf MRs", false },
+		{ "siw", "host buffers only: no PeerDirect, no dma-buf MRs", false },
+	};
+
+	for (size_t i = 0; i < sizeof(drv) / sizeof(drv[0]); i++)
+		if (!strncmp(p->dev, drv[i].prefix, strlen(drv[i].prefix)) || (p->rxe && !strcmp(drv[i].prefix, "rxe"))) {
+			*gpu = drv[i].gpu;
+			return drv[i].paths;
+		}
+	*gpu = true;
+	return NULL;
+}
+
 void dr_check_gpudirect(struct dr_ctx *c)
 {
 	char **clients = NULL, list[512] = "", name[80] = "", ours[64] = "", pd[8] = "";
@@ -602,11 +631,33 @@ void dr_check_gpudirect(struct dr_ctx *c)
 		}
 	}
 
+	/* each NIC driver's GPU paths */
+	bool any_gpu_nic = false;
+
+	for (size_t i = 0; i < c->nports; i++) {
+		const struct dr_port *p = &c->ports[i];
+		const char *paths;
+		bool gpu;
+
+		if (i && !strcmp(c->ports[i - 1].dev, p->dev))
+			continue;
+		paths = nic_gpu_paths(p, &gpu);
+		any_gpu_nic |= gpu;
+		if (!paths)
+			continue;
+		r = dr_add(c, DR_C_GPUDIRECT, "nic", p->dev, DR_INFO, "%s (read from the driver's code, not tried on hardware)",
+			   paths);
+		dr_bool(r, "gpu_memory", gpu);
+		if (!gpu)
+			dr_advise(r, "register strixpeer buffers (sp_buf_alloc) on this NIC; GPU memory (hipMalloc) cannot be registered on it");
+	}
+
 	amd_gpu = (ngpu = find_amd_gpus(c, g, MAX_GPUS)) > 0;
 	if (dr_exists(c, "/dev/kfd")) {
 		r = dr_add(c, DR_C_GPUDIRECT, "ucx", "", DR_INFO,
-			   "/dev/kfd exists, so UCX treats ROCm memory as registrable: it calls ibv_reg_mr on GPU pointers, which succeeds only through a peer-memory client%s",
-			   kfd_client || (loaded && core) ? " (one is registered)" : " (none is registered)");
+			   "/dev/kfd exists, so UCX treats ROCm memory as registrable (UCX_IB_GPU_DIRECT_RDMA=try): it calls ibv_reg_mr on GPU pointers, which succeeds only through a peer-memory client%s%s",
+			   kfd_client || (loaded && core) ? " (one is registered)" : " (none is registered)",
+			   c->nports && !any_gpu_nic ? "; and no NIC here registers GPU memory (mlx4/rxe/siw): it fails on every one" : "");
 		if (!core)
 			dr_advise(r, "without a peer-memory core, give UCX strixpeer buffers (or export them to HIP) rather than hipMalloc memory");
 	}

@@ -2,7 +2,7 @@
 /*
  * strixpeerctl doctor: options.
  *
- *   doctor [-j] [-p] [--sysroot DIR] [--only CHECK,...]
+ *   doctor [-j | -p] [--sysroot DIR] [--only CHECK,...]
  *          [--rdma-test [--device DEV] [--size BYTES] [--peer HOST [--port PORT]]]
  *   doctor --serve [--bind ADDR] [--port PORT] [--size BYTES] [--once]
  *   doctor [-j] --compare A.json B.json ...
@@ -21,11 +21,14 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: strixpeerctl doctor [-j] [-p] [--sysroot DIR] [--only CHECK,...]\n"
+		"usage: strixpeerctl doctor [-j | -p] [--sysroot DIR] [--only CHECK,...]\n"
 		"                           [--rdma-test [--device DEV] [--size BYTES]\n"
 		"                                        [--peer HOST [--port PORT]]]\n"
 		"       strixpeerctl doctor --serve [--bind ADDR] [--port PORT] [--once]\n"
 		"       strixpeerctl doctor [-j] --compare A.json B.json ...\n"
+		"       [--accept ID[=SUBJECT]]... (also /etc/strixpeer/doctor.conf: accept ID[=SUBJECT])\n"
+		"  -j JSON, -p indented JSON (both also before \"doctor\")\n"
+		"  --only takes checks or check ids as printed (pcie, pcie.link)\n"
 		"checks:");
 	for (int i = 0; i < DR_NCHECKS; i++)
 		fprintf(f, " %s", dr_check_names[i]);
@@ -60,7 +63,7 @@ static int parse_size(const char *s, size_t *out)
 int doctor_main(int argc, char **argv, bool json)
 {
 	enum { O_SYSROOT = 256, O_ONLY, O_RDMA, O_DEVICE, O_SIZE, O_PEER, O_PORT, O_SERVE,
-	       O_BIND, O_ONCE, O_COMPARE };
+	       O_BIND, O_ONCE, O_COMPARE, O_ACCEPT };
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "pretty", no_argument, NULL, 'p' },
@@ -76,6 +79,7 @@ int doctor_main(int argc, char **argv, bool json)
 		{ "bind", required_argument, NULL, O_BIND },
 		{ "once", no_argument, NULL, O_ONCE },
 		{ "compare", no_argument, NULL, O_COMPARE },
+		{ "accept", required_argument, NULL, O_ACCEPT },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct dr_rt_opts rt = { .port = "18515", .size = 8 << 20 };
@@ -84,6 +88,18 @@ int doctor_main(int argc, char **argv, bool json)
 	struct dr_ctx c;
 	int opt, ret;
 
+	dr_ctx_init(&c);
+
+	/* "doctor help", like every other object */
+	if (argc >= 1 && (!strcmp(argv[0], "help") || !strcmp(argv[0], "-h") ||
+			  !strcmp(argv[0], "--help"))) {
+		if (argc > 1) {
+			fprintf(stderr, "strixpeerctl doctor: unexpected argument \"%s\"\n", argv[1]);
+			return DR_EXIT_USAGE;
+		}
+		usage(stdout);
+		return 0;
+	}
 	/* argv[-1] is "doctor" in strixpeerctl's argv: getopt skips it */
 	argc++;
 	argv--;
@@ -93,8 +109,8 @@ int doctor_main(int argc, char **argv, bool json)
 		case 'j':
 			json = own_json = true;
 			break;
-		case 'p':
-			pretty = true;
+		case 'p':	/* as before "doctor": indented JSON */
+			json = own_json = pretty = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -137,6 +153,9 @@ int doctor_main(int argc, char **argv, bool json)
 		case O_COMPARE:
 			compare = true;
 			break;
+		case O_ACCEPT:
+			dr_accept_add(&c, optarg);
+			break;
 		default:
 			usage(stderr);
 			return DR_EXIT_USAGE;
@@ -146,15 +165,16 @@ int doctor_main(int argc, char **argv, bool json)
 		fprintf(stderr, "strixpeerctl doctor: --serve, --compare and --rdma-test/--peer exclude each other\n");
 		return DR_EXIT_USAGE;
 	}
-	if (serve)
-		return dr_serve(&rt);
 	if (!compare && optind < argc) {
 		fprintf(stderr, "strixpeerctl doctor: unexpected argument \"%s\"\n", argv[optind]);
-		usage(stderr);
+		fprintf(stderr, "see \"strixpeerctl doctor help\"\n");
 		return DR_EXIT_USAGE;
 	}
+	if (serve) {
+		dr_ctx_free(&c);
+		return dr_serve(&rt);
+	}
 
-	dr_ctx_init(&c);
 	if (compare) {
 		if (dr_compare(&c, argc - optind, argv + optind)) {
 			dr_ctx_free(&c);
@@ -168,15 +188,24 @@ int doctor_main(int argc, char **argv, bool json)
 		dr_ctx_free(&c);
 		return DR_EXIT_USAGE;
 	}
-	if (only && dr_parse_only(only, &c.only)) {
+	if (only && dr_parse_only_ids(&c, only)) {
 		fprintf(stderr, "strixpeerctl doctor: bad --only \"%s\"\n", only);
 		usage(stderr);
+		dr_ctx_free(&c);
+		return DR_EXIT_USAGE;
+	}
+	ret = dr_accept_file(&c, "/etc/strixpeer/doctor.conf");
+	if (ret) {
+		fprintf(stderr, "strixpeerctl doctor: %s/etc/strixpeer/doctor.conf: %s\n", c.sysroot,
+			strerror(-ret));
 		dr_ctx_free(&c);
 		return DR_EXIT_USAGE;
 	}
 	dr_run(&c);
 	if (rdma)
 		dr_rdma_test(&c, &rt);
+	dr_filter_only(&c);
+	dr_apply_accepted(&c);
 print:
 	/* "strixpeerctl -j -p doctor": the printer is set up already */
 	dr_print(&c, json, json && !own_json && !pretty ? -1 : pretty);

@@ -274,9 +274,8 @@ static void check_nic_link(struct dr_ctx *c, const struct dr_port *p)
 		       cause[0] ? "; " : "");
 	if (cause[0])
 		dr_set_summary(r, "%scause: %s", r->summary, cause);
-	if (rate && min_bw < rate / 2) {
-		r->status = DR_FAIL;
-	} else if (rate && min_bw < rate) {
+	/* a slower link still carries RDMA: WARN with the usable rate, never FAIL */
+	if (rate && min_bw < rate) {
 		r->status = DR_WARN;
 	} else if (downgraded || bneck[0]) {
 		r->status = DR_INFO;

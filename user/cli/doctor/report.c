@@ -52,6 +52,20 @@ static void print_vals(const struct dr_result *r)
 		case DR_V_BOOL:
 			pr_bool(v->key, v->key, v->i);
 			break;
+		case DR_V_NULL:
+			pr_null(v->key, v->key, "unlimited");
+			break;
+		case DR_V_STRS:
+			pr_arr_open(v->key, v->key);
+			for (const char *p = v->s, *nl; *p; p = nl + 1) {
+				char one[256];
+
+				nl = strchr(p, '\n');
+				snprintf(one, sizeof(one), "%.*s", (int)(nl - p), p);
+				pr_str(NULL, v->key, one);
+			}
+			pr_arr_close();
+			break;
 		}
 	}
 }

@@ -261,6 +261,7 @@ void dr_check_strixpeer(struct dr_ctx *c)
 	struct installed run_in = { 0 };
 	const char *libver = sp_lib_version();
 	struct dr_result *r;
+	size_t ri;
 	bool loaded;
 	int err;
 
@@ -272,7 +273,9 @@ void dr_check_strixpeer(struct dr_ctx *c)
 
 	/* install first: the module result's advice depends on it */
 	r = dr_add(c, DR_C_STRIXPEER, "module", "", DR_PASS, "%s", "");
+	ri = (size_t)(r - c->res);
 	check_install(c, running, loaded, libver, &run_in);
+	r = &c->res[ri];	/* check_install's results may have moved c->res */
 	if (!loaded) {
 		r->status = DR_FAIL;
 		dr_set_summary(r, "strixpeer is not loaded (library %s)", libver);
