@@ -272,9 +272,9 @@ static void invalidate_by(enum trigger t)
 		munmap(x.map, x.len);
 		x.map = NULL;
 		/* the implicit import ends from a worker: its count is the signal */
-		for (i = 0; i < 100 && peer_stats().imports; i++)
+		for (i = 0; i < 1500 && peer_stats().imports; i++)	/* at most 30 s */
 			usleep(20000);
-		CHECK(peer_stats().imports == 0, "import still live 2 s after munmap");
+		CHECK(peer_stats().imports == 0, "import still live 30 s after munmap");
 	}
 	c1 = peer_stats();
 	CHECK(c1.invalidations == c0.invalidations + 1, "invalidations %llu -> %llu",
@@ -293,7 +293,7 @@ static void invalidate_unimport(void) { invalidate_by(T_UNIMPORT); }
 static void invalidate_close(void) { invalidate_by(T_CLOSE); }
 static void invalidate_munmap(void)
 {
-	SKIP("munmap did not end the implicit import within 2 s under the real core (open finding, i23 report)");
+	SKIP("munmap does not end the implicit import under the real core (still live when the case's 60 s ran out; open finding)");
 	invalidate_by(T_MUNMAP);
 }
 

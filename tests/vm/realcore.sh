@@ -38,13 +38,13 @@ stack_out() {
 links_up() {
 	local g
 	rdma link add rxe0 type rxe netdev veth0 && rdma link add rxe1 type rxe netdev veth1 || return 1
-	for _ in $(seq 100); do
+	for _ in $(seq 600); do	# at most 60 s
 		g=$(cat /sys/class/infiniband/rxe0/ports/1/gids/1 \
 			/sys/class/infiniband/rxe1/ports/1/gids/1 2>/dev/null | tr '\n' ' ')
 		case $g in *ffff:c612:0001*ffff:c612:0002*) return 0 ;; esac
 		sleep 0.1
 	done
-	echo "realcore.sh: GIDs did not appear in 10 s: $g" >&2
+	echo "realcore.sh: GIDs did not appear in 60 s: $g" >&2
 	return 1
 }
 
