@@ -192,6 +192,9 @@ struct shared {
 	unsigned long ok[6];		/* calls that succeeded, by kind (coverage) */
 	unsigned long unguarded;	/* SIGSEGV/SIGBUS our handler saw outside touch() */
 	unsigned long fault_addr;
+	int fault_code;			/* its si_code */
+	int fault_in_arena;		/* 1: the address is in the slot arena */
+	char fault_map[160];		/* its /proc/self/maps line, when there is one */
 	struct {
 		unsigned long op;
 		char msg[240];
@@ -634,13 +637,43 @@ static __thread sigjmp_buf *volatile guard_jb;
  * kills with SIGSEGV without running this handler (force_sigsegv): the
  * supervisor tells the two apart by this note.
  */
+static char *arena_lo, *arena_hi;	/* the worker's slot arena */
+
+/* The /proc/self/maps line that holds @a, into @out (best effort: we die next). */
+static void fault_map_line(unsigned long a, char *out, size_t cap)
+{
+	static char buf[16384];
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	char *line, *save = NULL;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && a >= lo && a < hi) {
+			snprintf(out, cap, "%s", line);
+			return;
+		}
+	}
+	snprintf(out, cap, "no mapping");
+}
+
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
 	if (guard_jb)
 		siglongjmp(*guard_jb, sig);
-	sh->unguarded++;
-	sh->fault_addr = (unsigned long)si->si_addr;
+	if (!sh->unguarded++) {
+		sh->fault_addr = (unsigned long)si->si_addr;
+		sh->fault_code = si->si_code;
+		sh->fault_in_arena = (char *)si->si_addr >= arena_lo && (char *)si->si_addr < arena_hi;
+		fault_map_line(sh->fault_addr, sh->fault_map, sizeof(sh->fault_map));
+	}
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -670,11 +703,28 @@ static char *slot_addr(struct wstate *w, int i)
 	return w->arena + (size_t)i * SLOT_SZ;
 }
 
+/*
+ * Puts the PROT_NONE reservation back over [a, a + len) of the arena. It
+ * must not fail for good: a hole left in the arena is where the worker's
+ * own thread stacks and malloc arenas land next, and a later MAP_FIXED
+ * into the slot would pull them away under a running thread (a SIGSEGV
+ * that is the fuzzer's, not the kernel's). Under fault injection the VMA
+ * allocation fails now and then: try again.
+ */
+static void reserve(char *a, size_t len)
+{
+	for (int tries = 0; tries < 10000; tries++)
+		if (mmap(a, len, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			 -1, 0) != MAP_FAILED || (errno != ENOMEM && errno != EAGAIN))
+			return;
+	wreport("could not re-reserve %zu bytes of the slot arena at %p: %s", len, (void *)a,
+		strerror(errno));
+}
+
 /* Replaces whatever a slot holds by the PROT_NONE reservation. */
 static void slot_clear(struct wstate *w, int i)
 {
-	mmap(slot_addr(w, i), SLOT_SZ, PROT_NONE,
-	     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	reserve(slot_addr(w, i), SLOT_SZ);
 	w->s[i].len = 0;
 	w->s[i].buf = w->s[i].db = -1;
 }
@@ -1165,8 +1215,8 @@ static void op_mm(struct wstate *w)
 	count(C_MMAP);
 	switch (below(&w->r, 7)) {
 	case 0:	/* partial munmap; re-reserve the hole so nothing else lands there */
-		munmap(a + o, l);
-		mmap(a + o, l, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (!munmap(a + o, l))
+			reserve(a + o, l);
 		break;
 	case 1:
 		mprotect(a + o, l, (int)below(&w->r, 8));
@@ -1184,8 +1234,11 @@ static void op_mm(struct wstate *w)
 			nl = SLOT_SZ;
 		if (t == s || one_in(&w->r, 2)) {
 			p = mremap(a, len, nl, 0);
-			if (p != MAP_FAILED)
+			if (p != MAP_FAILED) {
+				if (nl < len)	/* the tail it gave up */
+					reserve(a + nl, len - nl);
 				w->s[s].len = nl;
+			}
 		} else {
 			slot_clear(w, t);
 			p = mremap(a, len, nl, MREMAP_MAYMOVE | MREMAP_FIXED, slot_addr(w, t));
@@ -1193,6 +1246,8 @@ static void op_mm(struct wstate *w)
 				w->s[t] = w->s[s];
 				w->s[t].len = nl;
 				slot_clear(w, s);
+			} else {	/* it may have unmapped the target first */
+				slot_clear(w, t);
 			}
 		}
 		break;
@@ -2077,6 +2132,8 @@ static void worker(const char *phase, uint64_t seed, double seconds)
 	if (base == MAP_FAILED)
 		_exit(3);
 	w.arena = (char *)(((uintptr_t)base + 2 * MiB - 1) & ~(uintptr_t)(2 * MiB - 1));
+	arena_lo = w.arena;
+	arena_hi = w.arena + (size_t)NSLOT * SLOT_SZ;
 	for (int i = 0; i < NSLOT; i++)
 		slot_clear(&w, i);
 	/* exporters: opened as root, kept after dropping privileges (a GPU job) */
@@ -2371,6 +2428,7 @@ static int run_phase(const char *phase, double seconds)
 	sh->op = 0;
 	sh->nreports = 0;
 	sh->unguarded = 0;
+	sh->fault_map[0] = 0;
 	if (stat(dev_path, &dev_st)) {
 		report("%s: %s", dev_path, strerror(errno));
 		return -1;
@@ -2435,9 +2493,11 @@ static int run_phase(const char *phase, double seconds)
 			injected_kills++;
 		} else {
 			if (sh->unguarded)
-				report("worker killed by signal %d (%s) at address %#lx outside a guarded "
-				       "access (the fuzzer's bug, or the kernel's)", sig, strsignal(sig),
-				       sh->fault_addr);
+				report("worker killed by signal %d (%s) at address %#lx (si_code %d, %s; "
+				       "%.160s) outside a guarded access (the fuzzer's bug, or the kernel's)",
+				       sig, strsignal(sig), sh->fault_addr, sh->fault_code,
+				       sh->fault_in_arena ? "in the slot arena" : "outside the slot arena",
+				       sh->fault_map[0] ? sh->fault_map : "maps not read");
 			else
 				report("worker killed by signal %d (%s)", sig, strsignal(sig));
 		}

@@ -35,6 +35,7 @@ for seed in "${list[@]}"; do
 		seed=$(printf '%#x' "$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')")
 	fi
 	log=$out/fuzz-$seed.log
+	[ ! -e "$log" ] || log=$out/fuzz-$seed-$n.log	# a seed run twice keeps both logs
 	args=(--seed "$seed" --seconds "$secs")
 	[ -z "${SP_FUZZ_PHASES:-}" ] || args+=(--phases "$SP_FUZZ_PHASES")
 	[ "${SP_FUZZ_KMEMLEAK:-0}" = 1 ] || args+=(--no-kmemleak)
@@ -47,7 +48,11 @@ for seed in "${list[@]}"; do
 	case $r in
 	0) echo "ok $n fuzz_seed_${seed}_${secs}s # ${took} s" ;;
 	4) echo "ok $n fuzz_seed_${seed}_${secs}s # SKIP $(tail -n 1 "$log")" ;;
-	*) echo "not ok $n fuzz_seed_${seed}_${secs}s # exit $r after ${took} s, see $log"; rc=1 ;;
+	*)	# the first report on the case's line: a summary that shows only
+		# failing lines still says what was found
+		first=$(grep -m 1 '^fuzz: report 1:' "$log" | cut -c 1-300)
+		echo "not ok $n fuzz_seed_${seed}_${secs}s # exit $r after ${took} s: ${first:-$(tail -n 1 "$log" | cut -c 1-300)}; see $log"
+		rc=1 ;;
 	esac
 done
 exit $rc
