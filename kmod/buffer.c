@@ -93,8 +93,10 @@ static void sp_account_live(u64 bytes)
  *   belongs to the buffer and stays until the buffer is freed, whoever
  *   holds it by then - a child after fork, an image after execve, the
  *   receiver of an fd - so none of those lets a user pin past the limit;
- * - to the calling mm's pinned_vm, which VmPin shows (not checked here:
- *   ib_umem checks it when the memory is registered).
+ * - not to the calling mm's pinned_vm: ib_umem_get() adds what a process
+ *   registers there and refuses past RLIMIT_MEMLOCK, so a charge of ours
+ *   would count a registered buffer twice against the one limit and let a
+ *   process register only half of what it may allocate.
  *
  * The pages and the module's objects are also charged to the caller's
  * memory cgroup (__GFP_ACCOUNT), see sp_alloc_chunk().
@@ -115,9 +117,6 @@ static int sp_charge(struct sp_buf *buf)
 		} while (!atomic_long_try_cmpxchg(&user->locked_vm, &cur, new));
 		buf->user = get_uid(user);
 	}
-	buf->charged_mm = current->mm;
-	mmgrab(buf->charged_mm);
-	atomic64_add(npages, &buf->charged_mm->pinned_vm);
 	return 0;
 }
 
@@ -127,8 +126,6 @@ static void sp_uncharge(struct sp_buf *buf)
 		atomic_long_sub(buf->nr_pages, &buf->user->locked_vm);
 		free_uid(buf->user);
 	}
-	atomic64_sub(buf->nr_pages, &buf->charged_mm->pinned_vm);
-	mmdrop(buf->charged_mm);
 }
 
 /* Keep a chunk of this order as one compound folio (PMD path only). */

@@ -138,8 +138,6 @@ struct sp_import {
  * @map_count: live VMAs
  * @exports: live dma-bufs of the buffer (each holds a reference)
  * @attachments: devices attached to those dma-bufs
- * @charged_mm: address space whose pinned_vm (VmPin) shows the pages
- *	(mmgrab'ed)
  * @user: user whose locked_vm is charged (a reference), NULL when the
  *	allocating caller had CAP_IPC_LOCK
  * @pid: tgid of the allocating process
@@ -161,7 +159,6 @@ struct sp_buf {
 	atomic_t map_count;
 	atomic_t exports;
 	atomic_t attachments;
-	struct mm_struct *charged_mm;
 	struct user_struct *user;
 };
 

@@ -10,6 +10,8 @@
 #include "dmabuf_util.h"
 #include "rdma_pair.h"
 
+#include <grp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -78,6 +80,41 @@ static void test_regmr_buffer_and_malloc_plain(void)
 	CHECK(sp_reg_mr(dev, v.pd, host, 0, ACCESS, 0, &a) == -EINVAL, "zero length");
 	CHECK(sp_reg_mr(dev, v.pd, host, MiB, ACCESS, 1U << 20, &a) == -EINVAL, "flags");
 	free(host);
+	sp_dev_close(dev);
+	verbs_close(&v);
+	CHECK_NOTHING_PINNED();
+}
+
+/*
+ * A buffer's pages are charged once against RLIMIT_MEMLOCK (the user's
+ * locked_vm), not also to the process's pinned_vm: ibv_reg_mr() charges
+ * that itself, so a process may register all it allocated. As nobody
+ * with Debian's 8 MiB limit: a 6 MiB buffer registers whole, by plain
+ * ibv_reg_mr() (what RCCL and UCX call) and by sp_reg_mr().
+ */
+static void test_regmr_unprivileged_whole_buffer(void)
+{
+	struct verbs v = verbs_open();
+	struct sp_dev *dev = sp_test_dev();
+	struct rlimit rl = { .rlim_cur = 8 * MiB, .rlim_max = 8 * MiB };
+	struct ibv_mr *m;
+	struct sp_buf *buf, *more;
+	struct sp_mr *mr;
+
+	CHECK_OK(setrlimit(RLIMIT_MEMLOCK, &rl));
+	CHECK_OK(setgroups(0, NULL));
+	CHECK_OK(setresgid(65534, 65534, 65534));
+	CHECK_OK(setresuid(65534, 65534, 65534));
+	CHECK(sp_buf_alloc(dev, 6 * MiB, SP_NODE_DEFAULT, 0, &buf) == 0, "%s", sp_errmsg());
+	m = ibv_reg_mr(v.pd, sp_buf_addr(buf), 6 * MiB, ACCESS);
+	CHECK(m, "ibv_reg_mr of all of a 6 MiB buffer with RLIMIT_MEMLOCK 8 MiB: %s",
+	      strerror(errno));
+	CHECK_OK(ibv_dereg_mr(m));
+	CHECK(sp_reg_mr(dev, v.pd, sp_buf_addr(buf), 6 * MiB, ACCESS, 0, &mr) == 0,
+	      "sp_reg_mr of all of a 6 MiB buffer with RLIMIT_MEMLOCK 8 MiB: %s", sp_errmsg());
+	CHECK_OK(sp_dereg_mr(mr));
+	/* the limit itself still holds: 6 + 4 MiB of buffers is past it */
+	CHECK(sp_buf_alloc(dev, 4 * MiB, SP_NODE_DEFAULT, 0, &more) == -EDQUOT, "%s", sp_errmsg());
 	sp_dev_close(dev);
 	verbs_close(&v);
 	CHECK_NOTHING_PINNED();
@@ -509,6 +546,7 @@ static void test_rdma_write_into_vgem_import(void)
 
 static const struct tap_case cases[] = {
 	TAP_CASE(test_regmr_buffer_and_malloc_plain),
+	TAP_CASE(test_regmr_unprivileged_whole_buffer),
 	TAP_CASE(test_regmr_cache),
 	TAP_CASE(test_regmr_free_drops_cache),
 	TAP_CASE(test_regmr_dmabuf_unsupported_reported),

@@ -41,8 +41,10 @@
  *     buffer: a child after fork, an image after execve or the receiver
  *     of a dma-buf fd holding the buffer keep it charged to the user, so
  *     none of them lets a user pin more than the limit;
- *   - to the allocating process's pinned_vm (VmPin in /proc/PID/status),
- *     which a later ibv_reg_mr() of the buffer counts as well;
+ *   - not to the allocating process's pinned_vm (VmPin in
+ *     /proc/PID/status): ibv_reg_mr() charges the pages it registers
+ *     there, against the same RLIMIT_MEMLOCK, so all of a buffer can be
+ *     registered;
  *   - to the caller's memory cgroup (the pages and the module's objects,
  *     as kernel memory): a job cannot pin past its cgroup's memory.max;
  *   - to the node-wide max_pinned_bytes (0: unlimited; config-set, needs
