@@ -74,6 +74,7 @@
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
 #include <linux/dma-resv.h>
+#include <linux/fs.h>
 #include <linux/module.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
@@ -492,6 +493,26 @@ decline:
 	return 0;
 }
 
+/*
+ * Whether the core registers the MR writable. Modern cores always ask for
+ * write (to break CoW) and say with force that read-only pages will do;
+ * legacy cores pass the MR's write access and force = 1.
+ */
+static bool sp_peer_writable(bool legacy, int write, int force)
+{
+	return legacy ? write : write && !force;
+}
+
+/*
+ * A writable registration needs what a writable pin would: a dma-buf file
+ * open for writing and, for a GEM mapping, VMAs that may be written.
+ */
+static bool sp_peer_may_write(struct sp_import *imp)
+{
+	return (imp->dmabuf->file->f_mode & FMODE_WRITE) &&
+	       !imp->vma_read_only;
+}
+
 static int sp_peer_get_pages(unsigned long addr, size_t size, int write,
 			     int force, struct sg_table *sg_head,
 			     void *client_context, u64 core_context)
@@ -499,6 +520,9 @@ static int sp_peer_get_pages(unsigned long addr, size_t size, int write,
 	struct sp_peer_ctx *ctx = client_context;
 	int ret = 0;
 
+	if (sp_peer_writable(sg_head, write, force) &&
+	    !sp_peer_may_write(ctx->imp))
+		return -EACCES;
 
 	/*
 	 * The dma-buf reference taken at import keeps the memory; pinning
