@@ -502,10 +502,10 @@ static void *bg_reg_run(void *arg)
 	return NULL;
 }
 
-/* Polls until cond holds, at most 20 s; false on timeout. */
+/* Polls until cond holds, at most 60 s; false on timeout. */
 #define WAIT_FOR(cond) ({						\
 	bool ok_ = false;						\
-	for (int i_ = 0; i_ < 2000 && !(ok_ = (cond)); i_++)		\
+	for (int i_ = 0; i_ < 6000 && !(ok_ = (cond)); i_++)		\
 		usleep(10000);						\
 	ok_; })
 
