@@ -556,10 +556,10 @@ static void legacy_invalidate_before_activation(bool by_munmap)
 	}
 	/* the core still walks our sg list: the BO must stay where it is */
 	gi = gpusim_info(b.gfd, b.handle);
-	ev = gpusim_move(b.gfd, b.handle, 0, SP_GPUSIM_MOVE_EVICT, NULL);
+	ev = gpusim_move(b.gfd, b.handle, 0, SP_GPUSIM_MOVE_EVICT, NULL) ? -errno : 0;
 	write_param(SIM_PARAM("mtt_hold"), "0");
 	CHECK(pthread_join(t, NULL) == 0, "pthread_join");
-	CHECK(ev == -EBUSY, "evicted (%d) while the core built its MTT from it; pins %u mappings %u",
+	CHECK(ev == -EBUSY, "eviction answered %d while the core built its MTT from it; pins %u mappings %u",
 	      ev, gi.pin_count, gi.mappings);
 	CHECK(gi.pin_count >= 1 && gi.mappings == 1, "in the window: pins %u mappings %u",
 	      gi.pin_count, gi.mappings);
