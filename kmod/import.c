@@ -614,11 +614,13 @@ static struct drm_gem_object *sp_gem_vma_object(struct vm_area_struct *vma,
 /*
  * The object that [@start, @end) of @mm maps, in one VMA or several
  * adjacent ones mapping consecutive offsets of it, with a reference, and
- * the byte offset of @start in it; NULL if there is none.
+ * the byte offset of @start in it; NULL if there is none. *@ro is set when
+ * one of those VMAs may never be written (no VM_MAYWRITE): GUP would
+ * refuse a writable pin there, so a writable registration must fail too.
  */
 static struct drm_gem_object *sp_gem_range(struct mm_struct *mm,
 					   unsigned long start,
-					   unsigned long end, u64 *off)
+					   unsigned long end, u64 *off, bool *ro)
 {
 	struct drm_gem_object *obj = NULL, *cur;
 	struct vm_area_struct *vma;
@@ -631,6 +633,8 @@ static struct drm_gem_object *sp_gem_range(struct mm_struct *mm,
 		cur = vma ? sp_gem_vma_object(vma, &voff) : NULL;
 		if (!cur)
 			goto none;
+		if (!(vma->vm_flags & VM_MAYWRITE))
+			*ro = true;
 		voff += a - vma->vm_start;
 		if (!obj) {
 			obj = cur;
@@ -700,7 +704,7 @@ struct sp_import *sp_import_from_gem(unsigned long addr, size_t size)
 	imp = sp_import_new(mm, NULL, 0, end - addr, addr, true);
 	if (IS_ERR(imp))
 		return NULL;
-	obj = sp_gem_range(mm, addr, end, &off);
+	obj = sp_gem_range(mm, addr, end, &off, &imp->vma_read_only);
 	if (!obj)
 		goto discard;
 	dmabuf = sp_gem_dmabuf(obj);

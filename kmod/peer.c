@@ -37,15 +37,23 @@
  * get_pages() and honour peer_memory_client_ex's PEER_MEM_INVALIDATE_UNMAPS
  * (we register that way: after our invalidate call the core leaves the
  * unmapping to us); legacy MLNX cores pass their sg_head to get_pages(),
- * ask get_page_size() before dma_map(), and call dma_unmap()/put_pages()
- * (and release()) from inside the invalidate callback. We fill sg_head in
- * dma_map() for both.
+ * ask get_page_size() before dma_map(), and ignore the extended form. A
+ * legacy core holds no lock between get_pages() and activating the MR: it
+ * walks our sg list into the HCA's translation table and creates the mkey
+ * meanwhile. Invalidating an activated MR, it calls dma_unmap()/put_pages()
+ * (and release()) from inside the invalidate callback; invalidating one
+ * not yet activated, it only marks it, and unwinds the registration itself
+ * (dma_unmap(), put_pages(), release()) once it gets that far. So after a
+ * legacy core's callback returned without put_pages(), the mapping and
+ * the sg list stay ours to keep until the core's own put_pages(). We fill
+ * sg_head in dma_map() for both.
  *
  * Invalidation (sp_peer_ctx_invalidate(), only ever under the import's
  * lock) marks the registration, tells the core - after its callback
  * returns the HCA no longer uses the MR - then drops the registration's
- * use of the mapping; the last use unmaps and unpins, so the exporter may
- * move the buffer only once no NIC can reach it.
+ * use of the mapping (a legacy core that has not put the pages yet drops
+ * it itself, see above); the last use unmaps and unpins, so the exporter
+ * may move the buffer only once no NIC can reach it.
  *
  * Locking, outermost first:
  *   import->lock      held by whoever ends an import, across the core's
@@ -66,6 +74,7 @@
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
 #include <linux/dma-resv.h>
+#include <linux/fs.h>
 #include <linux/module.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
@@ -148,7 +157,10 @@ struct sp_peer_map {
  * @map_len: bytes, whole pages
  * @lock: protects everything below; innermost lock, never held across a
  *	call into the core or the exporter
- * @have_core_ctx: get_pages() ran; @core_context is the core's id
+ * @have_core_ctx: get_pages() ran and put_pages() did not yet;
+ *	@core_context is the core's id
+ * @legacy_core: get_pages() was handed an sg_head: a legacy core, which
+ *	ignores PEER_MEM_INVALIDATE_UNMAPS
  * @core_context: for the invalidate callback
  * @map: our use of the shared mapping, from dma_map() on
  * @sgt: the table we built for the core (a copy of the core's sg_head)
@@ -166,6 +178,7 @@ struct sp_peer_ctx {
 	u64 map_len;
 	struct mutex lock;
 	bool have_core_ctx;
+	bool legacy_core;
 	u64 core_context;
 	struct sp_peer_map *map;
 	struct sg_table sgt;
@@ -365,7 +378,7 @@ static void sp_peer_ctx_invalidate(struct sp_peer_ctx *ctx,
 				   enum strixpeer_inval_reason reason)
 {
 	struct sp_import *imp = ctx->imp;
-	bool notify, deferred;
+	bool notify, deferred, core_unwinds;
 	u64 core_ctx;
 
 	lockdep_assert_held(&imp->lock);
@@ -387,9 +400,19 @@ static void sp_peer_ctx_invalidate(struct sp_peer_ctx *ctx,
 		sp_event_peer(imp, STRIXPEER_PEER_INVALIDATE, ctx->map_len,
 			      reason);
 	}
-	/* Whatever the core left (PEER_MEM_INVALIDATE_UNMAPS) is ours. */
-	sp_peer_ctx_unmap(ctx);
-	sp_peer_free_sgt(ctx);
+	/*
+	 * A legacy core that returned without put_pages() had not activated
+	 * the MR: it may still walk the sg list into its MTT, and it unmaps
+	 * and puts the pages itself when it unwinds. Otherwise whatever the
+	 * core left (PEER_MEM_INVALIDATE_UNMAPS) is ours.
+	 */
+	mutex_lock(&ctx->lock);
+	core_unwinds = notify && ctx->legacy_core && ctx->have_core_ctx;
+	mutex_unlock(&ctx->lock);
+	if (!core_unwinds) {
+		sp_peer_ctx_unmap(ctx);
+		sp_peer_free_sgt(ctx);
+	}
 
 	mutex_lock(&ctx->lock);
 	ctx->inval = SP_INVAL_DONE;
@@ -470,12 +493,36 @@ decline:
 	return 0;
 }
 
+/*
+ * Whether the core registers the MR writable. Modern cores always ask for
+ * write (to break CoW) and say with force that read-only pages will do;
+ * legacy cores pass the MR's write access and force = 1.
+ */
+static bool sp_peer_writable(bool legacy, int write, int force)
+{
+	return legacy ? write : write && !force;
+}
+
+/*
+ * A writable registration needs what a writable pin would: a dma-buf file
+ * open for writing and, for a GEM mapping, VMAs that may be written.
+ */
+static bool sp_peer_may_write(struct sp_import *imp)
+{
+	return (imp->dmabuf->file->f_mode & FMODE_WRITE) &&
+	       !imp->vma_read_only;
+}
+
 static int sp_peer_get_pages(unsigned long addr, size_t size, int write,
 			     int force, struct sg_table *sg_head,
 			     void *client_context, u64 core_context)
 {
 	struct sp_peer_ctx *ctx = client_context;
 	int ret = 0;
+
+	if (sp_peer_writable(sg_head, write, force) &&
+	    !sp_peer_may_write(ctx->imp))
+		return -EACCES;
 
 	/*
 	 * The dma-buf reference taken at import keeps the memory; pinning
@@ -488,6 +535,7 @@ static int sp_peer_get_pages(unsigned long addr, size_t size, int write,
 	} else {
 		ctx->core_context = core_context;
 		ctx->have_core_ctx = true;
+		ctx->legacy_core = !!sg_head;
 	}
 	mutex_unlock(&ctx->lock);
 	return ret;

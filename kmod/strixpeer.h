@@ -108,6 +108,7 @@ struct sp_import {
 	u64 length;
 	unsigned long va;
 	bool implicit;
+	bool vma_read_only;
 	struct mmu_interval_notifier notifier;
 	bool notifier_live;
 	struct work_struct unmap_work;

@@ -640,6 +640,54 @@ static void events(void)
 	check_all_released();
 }
 
+/*
+ * A read-only dma-buf (exported without O_RDWR) imported at a mapping that
+ * GUP cannot pin: a writable registration is refused, as a writable pin
+ * of read-only memory would be; a read-only one works.
+ */
+static void read_only_dmabuf(void)
+{
+	int sim = sim_open(), fd = sp_test_open(), card = sp_vgem_card();
+	struct sp_drm_create_dumb c = { .height = 64, .width = 4096, .bpp = 32 };
+	struct sp_drm_prime_handle ph = { .flags = O_CLOEXEC };
+	struct sp_drm_map_dumb md = { 0 };
+	struct strixpeer_import im;
+	struct peersim_reg_mr r;
+	uint8_t *map;
+	int ret;
+
+	if (card < 0)
+		SKIP("no vgem card in /dev/dri (modprobe vgem)");
+	CHECK_OK(ioctl(card, SP_DRM_IOCTL_MODE_CREATE_DUMB, &c));
+	ph.handle = c.handle;
+	CHECK_OK(ioctl(card, SP_DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph));
+	CHECK((fcntl(ph.fd, F_GETFL) & O_ACCMODE) == O_RDONLY, "dma-buf flags %#x",
+	      fcntl(ph.fd, F_GETFL));
+	md.handle = c.handle;
+	CHECK_OK(ioctl(card, SP_DRM_IOCTL_MODE_MAP_DUMB, &md));
+	map = mmap(NULL, 1 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, card, (off_t)md.offset);
+	CHECK(map != MAP_FAILED, "mmap: %s", strerror(errno));
+	CHECK_OK(sp_import_raw(fd, ph.fd, 0, 1 * MiB, map, &im));
+	ret = sim_reg(sim, map, 1 * MiB, &r);
+	if (ret == 0)
+		sim_dereg(sim, r.handle);
+	CHECK(ret == -EACCES, "writable registration of a read-only dma-buf: %d", ret);
+	memset(&r, 0, sizeof(r));
+	r.addr = (uintptr_t)map;
+	r.length = 1 * MiB;
+	r.access = 0;
+	CHECK_OK(ioctl(sim, PEERSIM_IOC_REG_MR, &r));
+	CHECK(r.path == PEERSIM_PATH_PEER, "path %u", r.path);
+	sim_dereg(sim, r.handle);
+	CHECK_OK(sp_unimport_raw(fd, im.handle));
+	munmap(map, 1 * MiB);
+	close(ph.fd);
+	close(card);
+	close(fd);
+	close(sim);
+	check_all_released();
+}
+
 static const struct tap_case with_client[] = {
 	TAP_CASE(client_registered),
 	TAP_CASE(import_errors),
@@ -663,6 +711,7 @@ static const struct tap_case with_client[] = {
 	TAP_CASE(kill_mid_registration),
 	TAP_CASE(counters),
 	TAP_CASE(events),
+	TAP_CASE(read_only_dmabuf),
 };
 
 /* ---- built without the peer-memory API --------------------------------- */

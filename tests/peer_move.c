@@ -486,6 +486,104 @@ static void race_evict_rmmod(void)
 	check_all_released();
 }
 
+struct bg_reg {
+	int sim;
+	const void *addr;
+	uint64_t len;
+	struct peersim_reg_mr r;
+	int ret;
+};
+
+static void *bg_reg_run(void *arg)
+{
+	struct bg_reg *g = arg;
+
+	g->ret = sim_reg(g->sim, g->addr, g->len, &g->r);
+	return NULL;
+}
+
+/* Polls until cond holds, at most 60 s; false on timeout. */
+#define WAIT_FOR(cond) ({						\
+	bool ok_ = false;						\
+	for (int i_ = 0; i_ < 6000 && !(ok_ = (cond)); i_++)		\
+		usleep(10000);						\
+	ok_; })
+
+/*
+ * A legacy core holds no lock between dma_map() and activating the MR
+ * while it walks the client's sg list into its MTT; an invalidation in
+ * there only marks the MR, and the core unwinds it itself (dma_unmap,
+ * put_pages, release). Until then the sg list must stay the client's and
+ * the buffer pinned: the exporter cannot evict it, and the registration
+ * fails once it goes on.
+ */
+static void legacy_invalidate_before_activation(bool by_munmap)
+{
+	int sim = sim_open(), fd = sp_test_open(), dmabuf;
+	struct peersim_info si0 = sim_info(sim), si;
+	struct strixpeer_import im;
+	struct sp_gpusim_info gi;
+	struct bg_reg g = { .sim = sim };
+	pthread_t t;
+	struct mbo b;
+	int ev;
+
+	if (si0.semantics != PEERSIM_SEM_LEGACY)
+		SKIP("a modern core holds the MR's mapping lock from get_pages() to activation: no such window");
+	mbo_new(&b, 1 * MiB, SP_GPUSIM_DOMAIN_GTT);
+	dmabuf = sp_prime_export(b.gfd, b.handle);
+	CHECK_OK(sp_import_raw(fd, dmabuf, 0, b.len, b.va, &im));
+	write_param(SIM_PARAM("mtt_hold"), "1");
+	g.addr = b.va;
+	g.len = b.len;
+	CHECK(pthread_create(&t, NULL, bg_reg_run, &g) == 0, "pthread_create");
+	if (!WAIT_FOR(sim_info(sim).mtt_held == 1)) {
+		si = sim_info(sim);
+		write_param(SIM_PARAM("mtt_hold"), "0");
+		pthread_join(t, NULL);
+		CHECK(0, "registration never reached the MTT window: held %u, reg ret %d",
+		      si.mtt_held, g.ret);
+	}
+	if (by_munmap)
+		CHECK_OK(munmap(b.va, b.len));
+	else
+		CHECK_OK(sp_unimport_raw(fd, im.handle));
+	if (!WAIT_FOR(sim_info(sim).invalidations > si0.invalidations)) {
+		write_param(SIM_PARAM("mtt_hold"), "0");
+		pthread_join(t, NULL);
+		CHECK(0, "the core was never told (invalidations %llu)",
+		      (unsigned long long)sim_info(sim).invalidations);
+	}
+	/* the core still walks our sg list: the BO must stay where it is */
+	gi = gpusim_info(b.gfd, b.handle);
+	ev = gpusim_move(b.gfd, b.handle, 0, SP_GPUSIM_MOVE_EVICT, NULL) ? -errno : 0;
+	write_param(SIM_PARAM("mtt_hold"), "0");
+	CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+	CHECK(ev == -EBUSY, "eviction answered %d while the core built its MTT from it; pins %u mappings %u",
+	      ev, gi.pin_count, gi.mappings);
+	CHECK(gi.pin_count >= 1 && gi.mappings == 1, "in the window: pins %u mappings %u",
+	      gi.pin_count, gi.mappings);
+	CHECK(g.ret == -EINVAL, "registration invalidated before activation returned %d", g.ret);
+	gi = gpusim_info(b.gfd, b.handle);
+	CHECK(gi.pin_count == 0 && gi.mappings == 0, "after the core's unwind: pins %u mappings %u",
+	      gi.pin_count, gi.mappings);
+	close(dmabuf);
+	close(fd);
+	mbo_free(&b);
+	close(sim);
+	check_all_released();
+}
+
+static void legacy_unimport_before_activation(void)
+{
+	legacy_invalidate_before_activation(false);
+}
+
+static void legacy_munmap_before_activation(void)
+{
+	legacy_invalidate_before_activation(true);
+}
+
 static const struct tap_case cases[] = {
 	TAP_CASE(pinned_while_registered),
 	TAP_CASE(evict_after_invalidation),
@@ -498,6 +596,8 @@ static const struct tap_case cases[] = {
 	TAP_CASE_T(race_evict_dereg, 300),
 	TAP_CASE_T(race_evict_exit, 300),
 	TAP_CASE(race_evict_rmmod),
+	TAP_CASE(legacy_unimport_before_activation),
+	TAP_CASE(legacy_munmap_before_activation),
 };
 
 int main(void)

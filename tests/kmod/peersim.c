@@ -129,6 +129,7 @@
 #include <linux/string.h>
 #include <linux/sysfs.h>
 #include <linux/uaccess.h>
+#include <linux/wait.h>
 #include <linux/xarray.h>
 
 #include "peer_mem_abi.h"
@@ -182,6 +183,32 @@ static unsigned int reg_delay_ms;
 module_param(reg_delay_ms, uint, 0644);
 MODULE_PARM_DESC(reg_delay_ms,
 		 "Killable sleep between the client's get_pages() and dma_map() in every peer registration (ms)");
+
+/*
+ * Legacy semantics: while set, a peer registration waits after dma_map()
+ * and before it walks the client's sg list into its MTT (no core lock is
+ * held there, as on a real legacy core) until it is cleared again; tests
+ * see the waiting registrations in PEERSIM_IOC_INFO's mtt_held.
+ */
+static bool mtt_hold;
+static DECLARE_WAIT_QUEUE_HEAD(psim_mtt_wq);
+static atomic_t psim_mtt_held = ATOMIC_INIT(0);
+
+static int psim_set_mtt_hold(const char *val, const struct kernel_param *kp)
+{
+	int ret = param_set_bool(val, kp);
+
+	wake_up_all(&psim_mtt_wq);
+	return ret;
+}
+
+static const struct kernel_param_ops psim_mtt_hold_ops = {
+	.set = psim_set_mtt_hold,
+	.get = param_get_bool,
+};
+module_param_cb(mtt_hold, &psim_mtt_hold_ops, &mtt_hold, 0644);
+MODULE_PARM_DESC(mtt_hold,
+		 "Legacy semantics: hold peer registrations between dma_map() and building the MTT while set (at most 60 s)");
 
 /* core_context of a registration whose client did not ask for invalidation */
 #define PSIM_NO_INVALIDATION_ID	U32_MAX
@@ -936,6 +963,25 @@ static int psim_reg_delay(void)
 }
 
 /*
+ * The mtt_hold window of a legacy registration. Bounded: a test that dies
+ * holding it costs a registration 60 s, never a hang.
+ */
+static int psim_mtt_window(void)
+{
+	long left;
+
+	if (!READ_ONCE(mtt_hold))
+		return 0;
+	atomic_inc(&psim_mtt_held);
+	left = wait_event_killable_timeout(psim_mtt_wq, !READ_ONCE(mtt_hold),
+					   60 * HZ);
+	atomic_dec(&psim_mtt_held);
+	if (!left)
+		pr_warn("mtt_hold still set after 60 s; building the MTT\n");
+	return left < 0 ? (int)left : 0;
+}
+
+/*
  * Moves a modern peer MR from state cur to state to, calling the client
  * where the real core does. Context: the caller holds mapping_lock, except
  * for the deregistration of an INVALIDATE_UNMAPS client, which first
@@ -1148,6 +1194,10 @@ static int psim_peer_get_legacy(struct psim_mr *mr)
 		ret = -EINVAL;
 		goto out_unmap;
 	}
+	/* The client may be invalidated in here; the sg list must still be its. */
+	ret = psim_mtt_window();
+	if (ret)
+		goto out_unmap;
 	ret = psim_mtt_build(mr, mr->sgt.sgl, mr->nmap,
 			     mr->addr & (psz - 1));
 	if (ret)
@@ -1856,6 +1906,8 @@ static int psim_ioc_info(struct psim_file *f, void *data)
 	mutex_unlock(&psim_clients_lock);
 	info->reg_delay_ms = READ_ONCE(reg_delay_ms);
 	info->invalidations = atomic64_read(&psim_invalidations);
+	info->mtt_held = atomic_read(&psim_mtt_held);
+	info->reserved = 0;
 	return 0;
 }
 

@@ -108,6 +108,8 @@
  * @nclients: registered peer-memory clients
  * @reg_delay_ms: the reg_delay_ms parameter now
  * @invalidations: invalidate callbacks received since load (all clients)
+ * @mtt_held: legacy registrations waiting in the mtt_hold window now
+ * @reserved: 0
  */
 struct peersim_info {
 	__u32 abi_version;
@@ -118,6 +120,8 @@ struct peersim_info {
 	__u32 nclients;
 	__u32 reg_delay_ms;
 	__u64 invalidations;
+	__u32 mtt_held;
+	__u32 reserved;
 };
 
 /**
