@@ -27,8 +27,28 @@
 #include "strixpeer.h"
 
 unsigned long sp_max_buf_size = 64UL << 30;
-module_param_named(max_buf_size, sp_max_buf_size, ulong, 0644);
-MODULE_PARM_DESC(max_buf_size, "Largest buffer in bytes (default 64 GiB)");
+
+/* max_buf_size: at most SP_BUF_SIZE_LIMIT, or the write fails (ERANGE). */
+static int sp_set_max_buf_size(const char *val, const struct kernel_param *kp)
+{
+	unsigned long v;
+	int ret = kstrtoul(val, 0, &v);
+
+	if (ret)
+		return ret;
+	if (v > SP_BUF_SIZE_LIMIT)
+		return -ERANGE;
+	WRITE_ONCE(*(unsigned long *)kp->arg, v);
+	return 0;
+}
+
+static const struct kernel_param_ops sp_max_buf_size_ops = {
+	.set = sp_set_max_buf_size,
+	.get = param_get_ulong,
+};
+module_param_cb(max_buf_size, &sp_max_buf_size_ops, &sp_max_buf_size, 0644);
+MODULE_PARM_DESC(max_buf_size,
+		 "Largest buffer in bytes (default 64 GiB, at most 1 TiB: a buffer's mmap window)");
 
 unsigned long sp_max_pinned_bytes;
 module_param_named(max_pinned_bytes, sp_max_pinned_bytes, ulong, 0644);

@@ -425,6 +425,13 @@ static int sp_nl_config_set_doit(struct sk_buff *skb, struct genl_info *info)
 	if (ret)
 		return ret;
 	node_attr = attrs[STRIXPEER_A_CONFIG_DEFAULT_NODE];
+	if (attrs[STRIXPEER_A_CONFIG_MAX_BUF_SIZE] &&
+	    nla_get_u64(attrs[STRIXPEER_A_CONFIG_MAX_BUF_SIZE]) > SP_BUF_SIZE_LIMIT) {
+		NL_SET_ERR_MSG_ATTR(info->extack,
+				    attrs[STRIXPEER_A_CONFIG_MAX_BUF_SIZE],
+				    "max_buf_size above 1 TiB (a buffer's mmap window)");
+		return -ERANGE;
+	}
 	if (!attrs[STRIXPEER_A_CONFIG_MAX_BUF_SIZE] &&
 	    !attrs[STRIXPEER_A_CONFIG_MAX_PINNED_BYTES] && !node_attr &&
 	    !attrs[STRIXPEER_A_CONFIG_REQUIRE_HUGE]) {

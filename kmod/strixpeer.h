@@ -43,6 +43,12 @@
 #define SP_COOKIE_SHIFT		40
 #define SP_MAX_HANDLE		((1U << (63 - SP_COOKIE_SHIFT)) - 1)
 #define SP_COOKIE_PGOFF_MASK	((1UL << (SP_COOKIE_SHIFT - PAGE_SHIFT)) - 1)
+/*
+ * The largest max_buf_size (module parameter and config-set): all of a
+ * buffer must fit its mmap window, or offsets past it would reach the
+ * next handle's buffer.
+ */
+#define SP_BUF_SIZE_LIMIT	(1ULL << SP_COOKIE_SHIFT)
 
 /**
  * struct sp_file - per-open-file state of /dev/strixpeer

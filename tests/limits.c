@@ -194,7 +194,25 @@ static void max_buf_size_rounded_in_log(void)
 
 static void max_buf_size_param(void)
 {
+	const char *path = "/sys/module/strixpeer/parameters/max_buf_size";
+	char before[64] = "", after[64] = "";
+	FILE *f;
+
 	with_param("max_buf_size", "4194304", small_max);
+	/* at most 1 TiB, a buffer's mmap window: 1 TiB + 4 KiB is refused */
+	f = fopen(path, "re");
+	CHECK(f && fgets(before, sizeof(before), f), "read %s", path);
+	fclose(f);
+	f = fopen(path, "we");
+	CHECK(f, "open %s", path);
+	fputs("1099511631872", f);
+	CHECK(fclose(f) == EOF && errno == ERANGE, "max_buf_size of 1 TiB + 4 KiB: %s",
+	      strerror(errno));
+	f = fopen(path, "re");
+	CHECK(f && fgets(after, sizeof(after), f), "read %s", path);
+	fclose(f);
+	CHECK(!strcmp(before, after), "max_buf_size %s after the refused write, was %s", after,
+	      before);
 }
 
 static const struct tap_case cases[] = {

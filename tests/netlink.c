@@ -174,13 +174,16 @@ static void malformed_wrong_type(void)
 static void malformed_out_of_range(void)
 {
 	struct sp_config before = config_now(), after;
-	uint64_t small = 100;
+	uint64_t small = 100, huge = (1ULL << 40) + 4096;
 	int32_t node = 5000, bad_node = -2;
 	uint8_t two = 2;
 	uint32_t zero = 0;
 	struct raw_reply r;
 
 	r = raw_request(STRIXPEER_CMD_CONFIG_SET, STRIXPEER_A_CONFIG_MAX_BUF_SIZE, &small, 8);
+	CHECK_REFUSED(r, ERANGE);
+	/* past a buffer's 1 TiB mmap window: offsets would reach the next handle */
+	r = raw_request(STRIXPEER_CMD_CONFIG_SET, STRIXPEER_A_CONFIG_MAX_BUF_SIZE, &huge, 8);
 	CHECK_REFUSED(r, ERANGE);
 	r = raw_request(STRIXPEER_CMD_CONFIG_SET, STRIXPEER_A_CONFIG_DEFAULT_NODE, &node, 4);
 	CHECK_REFUSED(r, ERANGE);
