@@ -299,8 +299,11 @@ static void sp_import_discard(struct sp_import *imp)
 	sp_import_finish(imp, STRIXPEER_INVAL_UNIMPORT);
 }
 
-/* The range goes away: its notifier fired (the worker may not have run). */
-static bool sp_import_unmapped(struct sp_import *imp)
+/*
+ * The range goes away: its notifier fired (the worker may not have run).
+ * Context: any; a snapshot (the notifier may fire right after).
+ */
+bool sp_import_unmapped(struct sp_import *imp)
 {
 	return atomic_read(&imp->unmap_reason) != 0;
 }

@@ -523,6 +523,9 @@ static int sp_peer_get_pages(unsigned long addr, size_t size, int write,
 	if (sp_peer_writable(sg_head, write, force) &&
 	    !sp_peer_may_write(ctx->imp))
 		return -EACCES;
+	/* claimed just before the range's notifier fired: going away */
+	if (sp_import_unmapped(ctx->imp))
+		return -ENOENT;
 
 	/*
 	 * The dma-buf reference taken at import keeps the memory; pinning
@@ -606,7 +609,8 @@ static int sp_peer_runs(struct sg_table *exp, u64 off, u64 len,
 static int sp_peer_ctx_mappable(struct sp_peer_ctx *ctx)
 {
 	lockdep_assert_held(&ctx->lock);
-	if (ctx->inval != SP_INVAL_NONE || !ctx->have_core_ctx)
+	if (ctx->inval != SP_INVAL_NONE || !ctx->have_core_ctx ||
+	    sp_import_unmapped(ctx->imp))
 		return -ENOENT;
 	return ctx->map ? -EBUSY : 0;
 }
@@ -615,12 +619,22 @@ static int sp_peer_dma_map(struct sg_table *sg_head, void *client_context,
 			   struct device *dma_device, int dmasync, int *nmap)
 {
 	struct sp_peer_ctx *ctx = client_context;
-	unsigned int max_seg = rounddown(dma_get_max_seg_size(dma_device),
-					 PAGE_SIZE);
 	struct sg_table sgt = {};
 	struct sp_peer_map *m;
+	unsigned int max_seg;
 	int n, ret;
 
+	/*
+	 * Software devices (rxe, siw) register with no DMA device: there is
+	 * nothing to map the dma-buf for (OFED's core passes the driver's
+	 * ib_device->dma_device as it is).
+	 */
+	if (!dma_device) {
+		pr_info_ratelimited("strixpeer: %s[%d]: peer registration refused: the RDMA device has no DMA device to map for\n",
+				    current->comm, task_pid_nr(current));
+		return -EINVAL;
+	}
+	max_seg = rounddown(dma_get_max_seg_size(dma_device), PAGE_SIZE);
 	if (!max_seg)
 		max_seg = PAGE_SIZE;
 	mutex_lock(&ctx->lock);

@@ -227,6 +227,7 @@ void sp_import_release_all(struct sp_file *f);
 struct sp_import *sp_import_find(struct mm_struct *mm, unsigned long addr,
 				 size_t size);
 struct sp_import *sp_import_from_gem(unsigned long addr, size_t size);
+bool sp_import_unmapped(struct sp_import *imp);
 void sp_import_end(struct sp_import *imp, enum strixpeer_inval_reason reason);
 void sp_import_finish(struct sp_import *imp, enum strixpeer_inval_reason reason);
 void sp_import_put(struct sp_import *imp);
