@@ -618,8 +618,9 @@ static struct drm_gem_object *sp_gem_vma_object(struct vm_area_struct *vma,
  * The object that [@start, @end) of @mm maps, in one VMA or several
  * adjacent ones mapping consecutive offsets of it, with a reference, and
  * the byte offset of @start in it; NULL if there is none. *@ro is set when
- * one of those VMAs may never be written (no VM_MAYWRITE): GUP would
- * refuse a writable pin there, so a writable registration must fail too.
+ * one of those VMAs is not writable (no VM_WRITE): GUP refuses a writable
+ * pin of a shared mapping there, FOLL_FORCE or not, so a writable
+ * registration must fail too.
  */
 static struct drm_gem_object *sp_gem_range(struct mm_struct *mm,
 					   unsigned long start,
@@ -636,7 +637,7 @@ static struct drm_gem_object *sp_gem_range(struct mm_struct *mm,
 		cur = vma ? sp_gem_vma_object(vma, &voff) : NULL;
 		if (!cur)
 			goto none;
-		if (!(vma->vm_flags & VM_MAYWRITE))
+		if (!(vma->vm_flags & VM_WRITE))
 			*ro = true;
 		voff += a - vma->vm_start;
 		if (!obj) {
@@ -657,10 +658,12 @@ none:
 }
 
 /*
- * The object's registered dma-buf, with a reference: obj->dma_buf, or a
- * new export registered as drm_gem_prime_handle_to_dmabuf() registers
- * one (the object's export callback, then obj->dma_buf holds a reference
- * that DRM drops when the object's last handle goes).
+ * The object's dma-buf, with a reference, by drm_gem_prime_handle_to_dmabuf()'s
+ * rules: an imported object's is the one it was imported from (its pages
+ * are the exporter's: the driver's own export ops must not serve them);
+ * else obj->dma_buf, or a new export registered as DRM registers one (the
+ * object's export callback, then obj->dma_buf holds a reference that DRM
+ * drops when the object's last handle goes).
  */
 static struct dma_buf *sp_gem_dmabuf(struct drm_gem_object *obj)
 {
@@ -668,7 +671,7 @@ static struct dma_buf *sp_gem_dmabuf(struct drm_gem_object *obj)
 	struct dma_buf *dmabuf;
 
 	mutex_lock(&dev->object_name_lock);
-	dmabuf = obj->dma_buf;
+	dmabuf = obj->import_attach ? obj->import_attach->dmabuf : obj->dma_buf;
 	if (dmabuf) {
 		get_dma_buf(dmabuf);
 	} else if (!obj->handle_count) {

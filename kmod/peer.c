@@ -504,13 +504,16 @@ static bool sp_peer_writable(bool legacy, int write, int force)
 }
 
 /*
- * A writable registration needs what a writable pin would: a dma-buf file
- * open for writing and, for a GEM mapping, VMAs that may be written.
+ * A writable registration needs what a writable pin would: for an import
+ * of a dma-buf fd, that file open for writing; for a GEM mapping, VMAs
+ * that may be written (the dma-buf we registered for the object may be
+ * one somebody else exported read-only: it says nothing of this mapping).
  */
 static bool sp_peer_may_write(struct sp_import *imp)
 {
-	return (imp->dmabuf->file->f_mode & FMODE_WRITE) &&
-	       !imp->vma_read_only;
+	if (imp->implicit)
+		return !imp->vma_read_only;
+	return imp->dmabuf->file->f_mode & FMODE_WRITE;
 }
 
 static int sp_peer_get_pages(unsigned long addr, size_t size, int write,
