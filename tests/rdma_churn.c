@@ -28,7 +28,8 @@
  * stale_keys_fail_loudly waits for the state, bounded). The reported state is what rxe shows
  * when the responder is in ERR and no NAK reaches the requester (an error
  * that sends none, e.g. a receive CQ overflow, or a QP the application
- * moved to ERR) while the requester's retry_cnt is 7: rxe_comp.c never
+ * moved to ERR; or a NAK that rxe's completer frees unread, issue 22:
+ * huge_unmapped_write) while the requester's retry_cnt is 7: rxe_comp.c never
  * counts retry_cnt 7 down, so the WRITE is retried forever. With
  * retry_cnt 6 the same WRITE completes with IBV_WC_RETRY_EXC_ERR in about
  * half a second (timeout 14). rdma_pair.h connects with retry_cnt 7: the
