@@ -135,7 +135,16 @@ static struct conn_info node_info(struct node *n)
 	return ci;
 }
 
-static void node_connect(struct node *n, const struct conn_info *me, const struct conn_info *peer)
+/*
+ * RESET -> RTS. @timeout is the local ACK timeout (4.096 us << timeout;
+ * rdma_pair uses 14, 67 ms), @retry_cnt the requester's transport retry
+ * count: 7 is what rdma_pair's own tests use, and rxe's completer never
+ * counts it down (a WRITE whose NAK is lost is retried forever:
+ * rxe_comp.c); 0-6 make such a WRITE fail with IBV_WC_RETRY_EXC_ERR after
+ * retry_cnt + 1 timeouts.
+ */
+static void node_connect_opts(struct node *n, const struct conn_info *me,
+			      const struct conn_info *peer, uint8_t timeout, uint8_t retry_cnt)
 {
 	struct ibv_qp_attr a;
 
@@ -164,13 +173,18 @@ static void node_connect(struct node *n, const struct conn_info *me, const struc
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
+	a.timeout = timeout;
+	a.retry_cnt = retry_cnt;
 	a.rnr_retry = 7;
 	a.sq_psn = me->psn;
 	a.max_rd_atomic = 4;
 	CHECK_OK(ibv_modify_qp(n->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC));
+}
+
+static void node_connect(struct node *n, const struct conn_info *me, const struct conn_info *peer)
+{
+	node_connect_opts(n, me, peer, 14, 7);
 }
 
 /* Waits for one completion (event driven: no busy polling under TCG). */
@@ -200,8 +214,8 @@ static struct ibv_wc node_wait(struct node *n)
 				continue;
 			/*
 			 * QP in RTS: the peer's QP went to ERR without a NAK
-			 * reaching us; rxe retries retry_cnt 7 forever
-			 * (tests/rdma_churn.c).
+			 * reaching us, or rxe lost it (issue 22); rxe
+			 * retries retry_cnt 7 forever (tests/rdma_churn.c).
 			 */
 			ibv_query_qp(n->qp, &a, IBV_QP_STATE, &ia);
 			CHECK(0, "%s: no completion in %d ms (QP state %d)", n->name, WAIT_MS,
