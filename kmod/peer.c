@@ -56,6 +56,17 @@
  * may move the buffer only once no NIC can reach it.
  *
  * Locking, outermost first:
+ *   core client list  OFED's peer_memory_mutex: the core calls every
+ *                     client's acquire() under it, so acquire() below
+ *                     takes sp_imports_lock, import->lock, mmap_lock,
+ *                     DRM's object_name_lock (with dma_buf_export()) and,
+ *                     on a process's first claim, mmu notifier registration
+ *                     (mm_take_all_locks()); a decline waits in
+ *                     mmu_interval_notifier_remove()/cancel_work_sync().
+ *                     Nothing of ours calls the core's registration under
+ *                     a lock, so there is no cycle; the cost is that
+ *                     every peer registration of the node queues behind
+ *                     the slowest acquire()
  *   import->lock      held by whoever ends an import, across the core's
  *                     invalidate callback (import.c)
  *   core mapping lock the core holds it around get_pages()/dma_map() (and
