@@ -249,13 +249,21 @@ static struct sp_import *sp_import_new(struct mm_struct *mm,
 			      &sp_import_next_id, GFP_KERNEL_ACCOUNT);
 	if (ret < 0)
 		goto err;
+	/*
+	 * Live before it is inserted: the notifier may fire the moment it
+	 * is, and the worker it queues ends the import - that ending caller
+	 * must see the notifier to remove it, or the mm would keep calling
+	 * a freed import.
+	 */
+	mutex_lock(&imp->lock);
+	imp->notifier_live = true;
+	mutex_unlock(&imp->lock);
 	ret = mmu_interval_notifier_insert(&imp->notifier, mm, va, length,
 					   &sp_import_mni_ops);
 	if (ret) {
 		xa_erase(&sp_import_ids, imp->id);
 		goto err;
 	}
-	imp->notifier_live = true;
 	atomic64_inc(&sp_stats.imports);
 	return imp;
 

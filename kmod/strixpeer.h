@@ -91,8 +91,9 @@ struct sp_peer_ctx;
  * @implicit: created by the zero-change mode for one registration of a
  *	GEM mapping, not by the IMPORT ioctl; never in the tree
  * @notifier: mmu interval notifier over the range (unmap and exit)
- * @notifier_live: @notifier is inserted (only touched under @lock's
- *	protocol: set before publication, cleared by the one ending caller)
+ * @notifier_live: @notifier is inserted, or about to be (under @lock: set
+ *	before the insertion, whose callback may start the ending at once;
+ *	cleared by the one ending caller, which removes the notifier)
  * @unmap_work: ends the import after the notifier saw the range go
  * @unmap_reason: STRIXPEER_INVAL_UNMAP or _EXIT, set by the notifier
  * @lock: protects @ctxs and @dead; held while registrations are
