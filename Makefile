@@ -12,7 +12,8 @@
 #                     for FUZZ_SECONDS (default 600); FUZZ_SEED, FUZZ_PHASES optional
 #   make bench        strixpeerctl bench + perftest calibration in the VM, per
 #                     kernel; results in build/bench/ (docs/performance.md)
-#   make deps         install the Debian/Ubuntu packages the above need
+#   make deps         install the packages the above need (apt on Debian/Ubuntu;
+#                     dnf on Fedora: building and packaging only)
 #   make install      install library, header, pkg-config and CMake files, CLI,
 #                     man pages, bash completion, systemd units (install-lib: the same without
 #                     building tests); PREFIX=/usr/local, DESTDIR= as usual
@@ -23,6 +24,8 @@
 #   make dkms-remove  remove that again, for every kernel
 #   make deb          Debian packages in build/deb/ (strixpeer-dkms, libstrixpeer1,
 #                     libstrixpeer-dev, strixpeer-utils, and the source package)
+#   make rpm          RPMs in build/rpm/ (rpm/strixpeer.spec: strixpeer, -dkms,
+#                     -utils, libstrixpeer, -devel, -static, and the source RPM)
 
 VERSION := $(shell cat VERSION)
 KVER ?= $(shell uname -r)
@@ -31,7 +34,12 @@ KDIR ?= /lib/modules/$(KVER)/build
 B := build
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
-LIBDIR ?= $(PREFIX)/lib
+# The library directory as autotools and meson choose it: lib on Debian and
+# Ubuntu (their compiler names a multiarch triplet; /usr/lib and
+# /usr/local/lib are searched), lib64 where the system's own libraries are
+# in a real /usr/lib64 (Fedora, RHEL, openSUSE), lib elsewhere (Arch, whose
+# /usr/lib64 is a link). LIBDIR= overrides it.
+LIBDIR ?= $(PREFIX)/$(SYS_LIB)
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
@@ -46,12 +54,15 @@ LDFLAGS ?=
 # own search path for the system's directories, else through its RUNPATH.
 CLI_RPATH ?= -Wl,-rpath,'$$ORIGIN'
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+LIB64_DIR ?= /usr/lib64
+SYS_LIB := $(if $(MULTIARCH),lib,$(if $(shell test -d $(LIB64_DIR) && test ! -L $(LIB64_DIR) && echo y),lib64,lib))
 SYS_LIBDIRS := /lib /usr/lib /lib64 /usr/lib64 $(if $(MULTIARCH),/lib/$(MULTIARCH) /usr/lib/$(MULTIARCH))
 CLI_INSTALL_RPATH ?= $(if $(filter $(SYS_LIBDIRS),$(LIBDIR)),,-Wl,-rpath,$(LIBDIR))
 OBJCOPY ?= objcopy
 SP_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wformat=2 \
 	-Wmissing-prototypes -Wstrict-prototypes -Iinclude \
-	-DSP_LIB_VERSION='"$(VERSION)"' -D_FORTIFY_SOURCE=2
+	-DSP_LIB_VERSION='"$(VERSION)"' \
+	$(if $(findstring _FORTIFY_SOURCE,$(CFLAGS) $(CPPFLAGS)),,-D_FORTIFY_SOURCE=2)
 SONAME := libstrixpeer.so.1
 LIB_SO := $(B)/$(SONAME).0.0
 
@@ -79,7 +90,7 @@ TEST_BIN := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 TEST_HDR := $(wildcard tests/*.h)
 
 .PHONY: all user lib module module-clean deps check demo install install-lib clean \
-	dkms-install dkms-remove deb uninstall bench fuzz FORCE
+	dkms-install dkms-remove deb rpm uninstall bench fuzz FORCE
 
 all: module user examples
 
@@ -281,8 +292,12 @@ DKMS_FILES := Kbuild VERSION $(wildcard kmod/*.c kmod/*.h) kmod/conftest.sh \
 	scripts/dkms-post-build.sh \
 	include/uapi/strixpeer.h
 
+# The boot-time load the packages ship in /usr/lib/modules-load.d/; from a
+# checkout it goes to /etc/modules-load.d/ (the admin's directory).
+MODULES_LOAD := /etc/modules-load.d/strixpeer.conf
+
 dkms-install:
-	@command -v dkms >/dev/null || { echo "dkms not found (apt install dkms)"; exit 1; }
+	@command -v dkms >/dev/null || { echo "dkms not found: apt install dkms (Debian, Ubuntu) or dnf install dkms (Fedora)"; exit 1; }
 	@# only KVER's build is removed: other kernels keep their module
 	-dkms remove strixpeer/$(VERSION) -k $(KVER) >/dev/null 2>&1
 	rm -rf $(DKMS_SRC)
@@ -291,30 +306,51 @@ dkms-install:
 	sed 's/#MODULE_VERSION#/$(VERSION)/' dkms.conf > $(DKMS_SRC)/dkms.conf
 	if ! dkms status strixpeer/$(VERSION) | grep -q .; then dkms add strixpeer/$(VERSION); fi
 	dkms install strixpeer/$(VERSION) -k $(KVER)
+	install -D -m 0644 debian/modules-load.d/strixpeer.conf $(MODULES_LOAD)
 
 dkms-remove:
 	@command -v dkms >/dev/null || { echo "dkms not found"; exit 1; }
 	if dkms status strixpeer/$(VERSION) | grep -q .; then \
 		dkms remove strixpeer/$(VERSION) --all; fi
-	rm -rf $(DKMS_SRC)
+	rm -rf $(DKMS_SRC) $(MODULES_LOAD)
 
 # The source package and the binary packages, built from a clean copy of the
 # tree (tracked files plus untracked ones that are not ignored), so build/
 # never leaks into them.
-deb:
-	rm -rf $(B)/deb
-	mkdir -p $(B)/deb/strixpeer-$(VERSION)
+# COPY_TREE: the clean copy into $(1).
+COPY_TREE = mkdir -p $(1) && \
 	if [ -d .git ] || [ -f .git ]; then \
 		git ls-files -z --cached --others --exclude-standard | \
 		tar --null -T - --ignore-failed-read -cf - 2>/dev/null | \
-		tar -xf - -C $(B)/deb/strixpeer-$(VERSION); \
+		tar -xf - -C $(1); \
 	else \
 		tar --exclude=./build --exclude='*.o' --exclude='*.ko' --exclude=kmod/conftest.h \
-			-cf - . | tar -xf - -C $(B)/deb/strixpeer-$(VERSION); \
+			-cf - . | tar -xf - -C $(1); \
 	fi
+deb:
+	rm -rf $(B)/deb
+	$(call COPY_TREE,$(B)/deb/strixpeer-$(VERSION))
 	cd $(B)/deb/strixpeer-$(VERSION) && dpkg-buildpackage -us -uc \
 		> ../build.log 2>&1 || { tail -n 30 ../build.log; exit 1; }
 	@ls $(B)/deb/*.deb
+
+# rpmbuild in build/rpm/ (its _topdir) from a tarball of the clean copy.
+# RPM_FLAGS: extra rpmbuild options; on a Debian host the suite passes
+# --nodeps (the BuildRequires are Fedora's packages, which dpkg's system
+# does not record in rpm's database) and leaves debuginfo out.
+RPM_FLAGS ?=
+rpm:
+	@command -v rpmbuild >/dev/null || { echo "rpmbuild not found: dnf install rpm-build (Fedora) or apt install rpm (Debian)"; exit 1; }
+	@grep -qx 'Version: *$(VERSION)' rpm/strixpeer.spec || \
+		{ echo "rpm/strixpeer.spec's Version is not VERSION's $(VERSION): update the spec and its %changelog"; exit 1; }
+	rm -rf $(B)/rpm
+	mkdir -p $(B)/rpm/SOURCES $(B)/rpm/tree
+	$(call COPY_TREE,$(B)/rpm/tree/strixpeer-$(VERSION))
+	tar -C $(B)/rpm/tree -czf $(B)/rpm/SOURCES/strixpeer-$(VERSION).tar.gz strixpeer-$(VERSION)
+	rm -rf $(B)/rpm/tree
+	rpmbuild -ba --define '_topdir $(CURDIR)/$(B)/rpm' $(RPM_FLAGS) rpm/strixpeer.spec \
+		> $(B)/rpm/build.log 2>&1 || { tail -n 30 $(B)/rpm/build.log; exit 1; }
+	@find $(B)/rpm/RPMS $(B)/rpm/SRPMS -name '*.rpm' | sort
 
 clean: module-clean
 	rm -rf $(B)
