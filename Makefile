@@ -205,7 +205,10 @@ EX_PKG_ucx_put := ucx
 EX_PKG_mpi_allreduce := mpi-c
 EX_PKG_gpu_import := librdmacm
 
-examples: $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
+# hip_*.c need ROCm's HIP/HSA headers and libraries: built by hand (their
+# comments say how); tests/hip-examples-check.sh compiles them.
+EX_SRC := $(filter-out examples/hip_%.c,$(wildcard examples/*.c))
+examples: $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRC))
 
 $(B)/examples/%: examples/%.c examples/example.h $(LIB_HDR) $(B)/libstrixpeer.a
 	@mkdir -p $(B)/examples

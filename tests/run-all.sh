@@ -127,6 +127,9 @@ tests/install-check.sh > "$out/install-check.tap" 2>&1
 record_tap "host/install-check" "$out/install-check.tap"
 tests/lintian-check.sh > "$out/lintian-check.tap" 2>&1
 record_tap "host/lintian-check" "$out/lintian-check.tap"
+# The HIP examples against sid's ROCm headers (compiled, not run).
+tests/hip-examples-check.sh > "$out/hip-examples-check.tap" 2>&1
+record_tap "host/hip-examples-check" "$out/hip-examples-check.tap"
 # The RPMs for Fedora: rpmbuild, rpmlint, file lists against the debs.
 tests/rpm-check.sh > "$out/rpm-check.tap" 2>&1
 record_tap "host/rpm-check" "$out/rpm-check.tap"
