@@ -512,6 +512,30 @@ struct sp_peer_counters {
 int sp_ctl_peer_stats(struct sp_ctl *ctl, struct sp_peer_counters *c);
 
 /**
+ * struct sp_peer_pins - what PeerDirect registrations pin, and the bound
+ *
+ * A registration pins the whole dma-buf it lies in; the pin is shared by
+ * every registration of that dma-buf for one device and charged once, to
+ * the uid (and locked_vm, against RLIMIT_MEMLOCK unless CAP_IPC_LOCK) of
+ * the process that made the first of them, until the last one is gone.
+ */
+struct sp_peer_pins {
+	uint64_t pinned_bytes;		/**< dma-buf bytes pinned, node-wide */
+	uint64_t user_pinned_bytes;	/**< ... charged to the caller's uid */
+	uint64_t fail_limit;		/**< registrations refused (EDQUOT) */
+	uint64_t max_per_user;		/**< max_peer_pinned_per_user, 0: none */
+};
+
+/**
+ * sp_ctl_peer_pins() - GPU bytes pinned by PeerDirect (since STRIXPEER_1.5)
+ * @ctl: handle
+ * @p: filled in; zeros from a module that does not report them
+ *
+ * Return: 0 or negative errno.
+ */
+int sp_ctl_peer_pins(struct sp_ctl *ctl, struct sp_peer_pins *p);
+
+/**
  * sp_ctl_config_get() - current configuration
  * @ctl: handle
  * @cfg: filled in

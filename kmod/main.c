@@ -65,6 +65,36 @@ module_param_named(require_huge, sp_require_huge, bool, 0644);
 MODULE_PARM_DESC(require_huge,
 		 "Buffers that do not say otherwise need 2 MiB pages (default N)");
 
+/*
+ * max_peer_pinned_per_user: GPU (dma-buf) bytes the PeerDirect mappings of
+ * one uid may pin together (peer.c), CAP_IPC_LOCK or not; 0: no bound but
+ * RLIMIT_MEMLOCK. A bound below one page would refuse every registration:
+ * ERANGE (peerdirect=0 turns PeerDirect off).
+ */
+static int sp_set_peer_pinned(const char *val, const struct kernel_param *kp)
+{
+	unsigned long v;
+	int ret = kstrtoul(val, 0, &v);
+
+	if (ret)
+		return ret;
+	if (v && v < PAGE_SIZE)
+		return -ERANGE;
+	WRITE_ONCE(*(unsigned long *)kp->arg, v);
+	return 0;
+}
+
+static const struct kernel_param_ops sp_peer_pinned_ops = {
+	.set = sp_set_peer_pinned,
+	.get = param_get_ulong,
+};
+
+unsigned long sp_max_peer_pinned_per_user;
+module_param_cb(max_peer_pinned_per_user, &sp_peer_pinned_ops,
+		&sp_max_peer_pinned_per_user, 0644);
+MODULE_PARM_DESC(max_peer_pinned_per_user,
+		 "Most GPU bytes one user's PeerDirect registrations may pin, CAP_IPC_LOCK too (default 0: only RLIMIT_MEMLOCK)");
+
 struct sp_stats sp_stats;
 
 /**
@@ -544,6 +574,7 @@ SP_STAT_ATTR(fail_memlock);
 SP_STAT_ATTR(fail_max_buf_size);
 SP_STAT_ATTR(fail_max_pinned);
 SP_STAT_ATTR(mmaps);
+SP_STAT_ATTR(peer_pinned_bytes);
 
 static struct attribute *sp_attrs[] = {
 	&dev_attr_buffers.attr,
@@ -556,6 +587,7 @@ static struct attribute *sp_attrs[] = {
 	&dev_attr_fail_max_buf_size.attr,
 	&dev_attr_fail_max_pinned.attr,
 	&dev_attr_mmaps.attr,
+	&dev_attr_peer_pinned_bytes.attr,
 	NULL,
 };
 

@@ -133,7 +133,10 @@ static int sp_nl_put_config(struct sk_buff *skb)
 	    nla_put_s32(skb, STRIXPEER_A_CONFIG_DEFAULT_NODE,
 			READ_ONCE(sp_default_node)) ||
 	    nla_put_u8(skb, STRIXPEER_A_CONFIG_REQUIRE_HUGE,
-		       READ_ONCE(sp_require_huge)))
+		       READ_ONCE(sp_require_huge)) ||
+	    nla_put_u64_64bit(skb, STRIXPEER_A_CONFIG_MAX_PEER_PINNED_PER_USER,
+			      READ_ONCE(sp_max_peer_pinned_per_user),
+			      STRIXPEER_A_CONFIG_PAD))
 		return -EMSGSIZE;
 	return 0;
 }
@@ -324,7 +327,12 @@ static int sp_nl_stats_get_doit(struct sk_buff *skb, struct genl_info *info)
 	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_DMABUF_ATTACHMENTS, dmabuf_attachments) ||
 	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEER_MAPS, peer_maps) ||
 	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_IMPORTS, imports) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEER_REGISTRATIONS, peer_registrations)) {
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEER_REGISTRATIONS, peer_registrations) ||
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEER_PINNED_BYTES, peer_pinned_bytes) ||
+	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEER_FAIL_LIMIT, peer_fail_limit) ||
+	    nla_put_u64_64bit(msg, STRIXPEER_A_STATS_PEER_PINNED_BYTES_USER,
+			      sp_peer_pinned_by(NETLINK_CB(skb).creds.uid),
+			      STRIXPEER_A_STATS_PAD)) {
 		nlmsg_free(msg);
 		return -EMSGSIZE;
 	}

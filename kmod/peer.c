@@ -33,6 +33,10 @@
  * A move announced for a mapping that is pinned would be the exporter's
  * bug: logged, the mapping retired for new registrations.
  *
+ * A mapping pins its whole dma-buf: making one charges that to the
+ * registering user (sp_peer_charge(), below), and dma_map() fails with
+ * -EDQUOT past the user's RLIMIT_MEMLOCK or max_peer_pinned_per_user.
+ *
  * Both core generations are served: modern cores pass a NULL sg_head to
  * get_pages() and honour peer_memory_client_ex's PEER_MEM_INVALIDATE_UNMAPS
  * (we register that way: after our invalidate call the core leaves the
@@ -84,11 +88,15 @@
  */
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
+#include <linux/capability.h>
 #include <linux/dma-resv.h>
 #include <linux/fs.h>
 #include <linux/module.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/user.h>
 #include <linux/slab.h>
+#include <linux/uidgid.h>
 
 #include "strixpeer.h"
 
@@ -145,6 +153,12 @@ enum sp_map_state { SP_MAP_CREATING, SP_MAP_READY, SP_MAP_FAILED };
  * @sgt: the exporter's mapping (resv; constant while READY)
  * @moved: the exporter announced a move of the pinned buffer (written
  *	under resv, read without it: no new registration uses the map)
+ * @charged: bytes charged for the pin (the whole dma-buf), 0 once
+ *	uncharged (sp_peer_maps_lock)
+ * @uid: real uid of the process that made the map: charged in
+ *	sp_peer_users until the pin goes
+ * @user: whose locked_vm carries @charged (a reference), NULL when the
+ *	maker had CAP_IPC_LOCK
  */
 struct sp_peer_map {
 	struct list_head node;
@@ -158,6 +172,9 @@ struct sp_peer_map {
 	bool pinned;
 	struct sg_table *sgt;
 	bool moved;
+	u64 charged;
+	kuid_t uid;
+	struct user_struct *user;
 };
 
 /**
@@ -208,6 +225,143 @@ static DEFINE_MUTEX(sp_peer_maps_lock);
 static LIST_HEAD(sp_peer_maps);
 
 /*
+ * Accounting of PeerDirect pins (docs/peerdirect.md, "What a registration
+ * pins, and who pays"). A shared mapping pins its whole dma-buf, however
+ * little of it is registered, so making one charges the dma-buf's size,
+ * once, to the process that made it (the first registration of that
+ * dma-buf for that device):
+ *
+ * - against max_peer_pinned_per_user (all of the uid's mappings
+ *   together; CAP_IPC_LOCK does not exempt from it);
+ * - to the user's locked_vm against the caller's RLIMIT_MEMLOCK, like a
+ *   strixpeer buffer (buffer.c), unless the caller has CAP_IPC_LOCK.
+ *
+ * Later registrations that share the mapping pin nothing new and pay
+ * nothing; the charge stays with the first registrant's user until the
+ * last registration is gone and the mapping unpinned, whoever ends first.
+ * Past a limit dma_map() fails with -EDQUOT, which the core returns from
+ * ibv_reg_mr().
+ *
+ * struct sp_peer_user: one uid's pins, in sp_peer_users by uid, under
+ * sp_peer_maps_lock; freed with the uid's last charged mapping.
+ */
+struct sp_peer_user {
+	unsigned int maps;
+	u64 bytes;
+};
+
+static DEFINE_XARRAY(sp_peer_users);
+
+static void sp_peer_refuse(const struct sp_peer_map *m, const char *limit,
+			   u64 max, u64 held)
+{
+	atomic64_inc(&sp_stats.peer_fail_limit);
+	pr_info_ratelimited("strixpeer: %s[%d] uid %u: PeerDirect registration refused (EDQUOT): pinning dma-buf %s of %zu bytes would pass %s (%llu bytes; the user pins %llu)\n",
+			    current->comm, task_pid_nr(current),
+			    from_kuid(&init_user_ns, current_uid()),
+			    m->dmabuf->exp_name, m->dmabuf->size, limit, max,
+			    held);
+}
+
+/*
+ * Charge @m's pin to the calling process's user (see above).
+ * Context: sp_peer_maps_lock held; @m not yet pinned.
+ */
+static int sp_peer_charge(struct sp_peer_map *m)
+{
+	u64 bytes = PAGE_ALIGN((u64)m->dmabuf->size);
+	u64 max = READ_ONCE(sp_max_peer_pinned_per_user), held;
+	kuid_t uid = current_uid();
+	struct sp_peer_user *pu;
+	int ret;
+
+	lockdep_assert_held(&sp_peer_maps_lock);
+	pu = xa_load(&sp_peer_users, __kuid_val(uid));
+	held = pu ? pu->bytes : 0;
+	if (max && held + bytes > max) {
+		sp_peer_refuse(m, "max_peer_pinned_per_user", max, held);
+		return -EDQUOT;
+	}
+	if (!capable(CAP_IPC_LOCK)) {
+		struct user_struct *user = current_user();
+		unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+		unsigned long npages = bytes >> PAGE_SHIFT;
+		unsigned long cur = atomic_long_read(&user->locked_vm), new;
+
+		do {
+			new = cur + npages;
+			if (new > limit || new < cur) {
+				sp_peer_refuse(m, "RLIMIT_MEMLOCK (locked_vm)",
+					       (u64)limit << PAGE_SHIFT,
+					       (u64)cur << PAGE_SHIFT);
+				sp_event_limit(STRIXPEER_LIMIT_MEMLOCK, bytes);
+				return -EDQUOT;
+			}
+		} while (!atomic_long_try_cmpxchg(&user->locked_vm, &cur, new));
+		m->user = get_uid(user);
+	}
+	if (!pu) {
+		pu = kzalloc(sizeof(*pu), GFP_KERNEL_ACCOUNT);
+		ret = pu ? xa_err(xa_store(&sp_peer_users, __kuid_val(uid), pu,
+					   GFP_KERNEL_ACCOUNT)) : -ENOMEM;
+		if (ret) {
+			kfree(pu);
+			if (m->user) {
+				atomic_long_sub(bytes >> PAGE_SHIFT,
+						&m->user->locked_vm);
+				free_uid(m->user);
+				m->user = NULL;
+			}
+			return ret;
+		}
+	}
+	pu->maps++;
+	pu->bytes += bytes;
+	m->uid = uid;
+	m->charged = bytes;
+	atomic64_add(bytes, &sp_stats.peer_pinned_bytes);
+	return 0;
+}
+
+/* Context: sp_peer_maps_lock held; @m unpinned, or never pinned. */
+static void sp_peer_uncharge(struct sp_peer_map *m)
+{
+	struct sp_peer_user *pu;
+
+	lockdep_assert_held(&sp_peer_maps_lock);
+	if (!m->charged)
+		return;
+	pu = xa_load(&sp_peer_users, __kuid_val(m->uid));
+	if (!WARN_ON_ONCE(!pu)) {
+		pu->bytes -= m->charged;
+		if (!--pu->maps) {
+			xa_erase(&sp_peer_users, __kuid_val(m->uid));
+			kfree(pu);
+		}
+	}
+	if (m->user) {
+		atomic_long_sub(m->charged >> PAGE_SHIFT, &m->user->locked_vm);
+		free_uid(m->user);
+		m->user = NULL;
+	}
+	atomic64_sub(m->charged, &sp_stats.peer_pinned_bytes);
+	m->charged = 0;
+}
+
+/* GPU bytes PeerDirect mappings made by @uid's processes pin now. */
+u64 sp_peer_pinned_by(kuid_t uid)
+{
+	struct sp_peer_user *pu;
+	u64 bytes;
+
+	mutex_lock(&sp_peer_maps_lock);
+	pu = xa_load(&sp_peer_users, __kuid_val(uid));
+	bytes = pu ? pu->bytes : 0;
+	mutex_unlock(&sp_peer_maps_lock);
+	return bytes;
+}
+
+/*
  * The exporter moves the buffer (7.x: invalidates our mappings). Called
  * with the dma-buf's reservation lock held; takes no lock of ours and
  * never calls the core (see the top of this file).
@@ -248,8 +402,13 @@ static int sp_peer_map_make(struct sp_peer_map *m)
 	dma_resv_lock(resv, NULL);
 	/* The exporter may move the buffer in here and tell us: see above. */
 	ret = dma_buf_pin(attach);
-	if (ret)
+	if (ret) {
+		/* a full GTT fails every attempt: say so, but not every time */
+		pr_info_ratelimited("strixpeer: %s[%d]: PeerDirect registration failed: exporter %s could not pin a dma-buf of %zu bytes (%d)\n",
+				    current->comm, task_pid_nr(current),
+				    m->dmabuf->exp_name, m->dmabuf->size, ret);
 		goto unlock;
+	}
 	m->pinned = true;
 	sgt = dma_buf_map_attachment(attach, DMA_BIDIRECTIONAL);
 	if (IS_ERR(sgt)) {
@@ -299,6 +458,10 @@ static void sp_peer_map_put(struct sp_peer_map *m)
 		/* no move_notify for it after this returns */
 		dma_buf_detach(m->dmabuf, m->attach);
 	}
+	/* unpinned: the charge goes (also for a map that failed to pin) */
+	mutex_lock(&sp_peer_maps_lock);
+	sp_peer_uncharge(m);
+	mutex_unlock(&sp_peer_maps_lock);
 	dma_buf_put(m->dmabuf);
 	kfree(m);
 }
@@ -328,13 +491,20 @@ static struct sp_peer_map *sp_peer_map_get(struct dma_buf *dmabuf,
 			return ERR_PTR(ret);
 		}
 	}
-	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	m = kzalloc(sizeof(*m), GFP_KERNEL_ACCOUNT);
 	if (!m) {
 		mutex_unlock(&sp_peer_maps_lock);
 		return ERR_PTR(-ENOMEM);
 	}
 	m->users = 1;
 	m->dmabuf = dmabuf;
+	/* a new pin: charged before the exporter is asked (may migrate) */
+	ret = sp_peer_charge(m);
+	if (ret) {
+		mutex_unlock(&sp_peer_maps_lock);
+		kfree(m);
+		return ERR_PTR(ret);
+	}
 	get_dma_buf(dmabuf);
 	m->dev = dev;
 	init_completion(&m->made);
@@ -661,7 +831,7 @@ static int sp_peer_dma_map(struct sg_table *sg_head, void *client_context,
 	if (IS_ERR(m))
 		return PTR_ERR(m);
 	n = sp_peer_runs(m->sgt, ctx->map_off, ctx->map_len, max_seg, NULL);
-	ret = n < 0 ? n : sg_alloc_table(&sgt, n, GFP_KERNEL);
+	ret = n < 0 ? n : sg_alloc_table(&sgt, n, GFP_KERNEL_ACCOUNT);
 	if (ret)
 		goto put;
 	sp_peer_runs(m->sgt, ctx->map_off, ctx->map_len, max_seg, sgt.sgl);
@@ -822,6 +992,7 @@ out:
 void sp_peer_exit(void)
 {
 	WARN_ON(!list_empty(&sp_peer_maps));
+	WARN_ON(!xa_empty(&sp_peer_users));
 	if (sp_peer_handle)
 		ib_unregister_peer_memory_client(sp_peer_handle);
 	sp_peer_handle = NULL;
@@ -829,6 +1000,11 @@ void sp_peer_exit(void)
 }
 
 #else /* !SP_HAVE_PEERDIRECT */
+
+u64 sp_peer_pinned_by(kuid_t uid)
+{
+	return 0;
+}
 
 void sp_peer_invalidate_all(struct sp_import *imp,
 			    enum strixpeer_inval_reason reason)

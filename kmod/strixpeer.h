@@ -192,6 +192,8 @@ struct sp_stats {
 	atomic64_t imports;		/* live imports (incl. implicit) */
 	atomic64_t dmabuf_exports;	/* live dma-bufs of buffers */
 	atomic64_t dmabuf_attachments;	/* devices attached to them */
+	atomic64_t peer_pinned_bytes;	/* dma-buf bytes peer maps pin */
+	atomic64_t peer_fail_limit;	/* ... refused: a pin limit */
 };
 
 extern struct sp_stats sp_stats;
@@ -204,6 +206,7 @@ extern unsigned long sp_max_buf_size;
 extern unsigned long sp_max_pinned_bytes;
 extern int sp_default_node;
 extern bool sp_require_huge;
+extern unsigned long sp_max_peer_pinned_per_user;
 
 struct sp_buf *sp_buf_create(u64 size, int node, bool huge_only);
 struct sp_buf *sp_buf_get_next(unsigned long *id);
@@ -244,6 +247,7 @@ bool sp_peer_active(void);
 const char *sp_peer_reason(void);
 void sp_peer_invalidate_all(struct sp_import *imp,
 			    enum strixpeer_inval_reason reason);
+u64 sp_peer_pinned_by(kuid_t uid);
 int sp_peer_init(void);
 void sp_peer_exit(void);
 

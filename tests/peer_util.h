@@ -103,6 +103,18 @@ static inline struct sp_peer_counters peer_stats(void)
 	return c;
 }
 
+/* GPU bytes pinned by PeerDirect: node-wide, the caller's uid's, the bound. */
+static inline struct sp_peer_pins peer_pins(void)
+{
+	struct sp_peer_pins p;
+	struct sp_ctl *ctl;
+
+	CHECK(sp_ctl_open(&ctl) == 0, "sp_ctl_open: %s", sp_errmsg());
+	CHECK(sp_ctl_peer_pins(ctl, &p) == 0, "peer pins: %s", sp_errmsg());
+	sp_ctl_close(ctl);
+	return p;
+}
+
 static inline int sp_import_raw(int fd, int dmabuf, uint64_t off, uint64_t len, const void *va,
 			 struct strixpeer_import *out)
 {

@@ -374,6 +374,17 @@ enum {
 	STRIXPEER_A_STATS_PEER_MAPS,
 	STRIXPEER_A_STATS_IMPORTS,
 	STRIXPEER_A_STATS_PEER_REGISTRATIONS,
+	/*
+	 * PeerDirect pins (docs/peerdirect.md): the dma-buf bytes mappings pin
+	 * (each its whole dma-buf); registrations refused with EDQUOT by a pin
+	 * limit; and the part of the pinned bytes charged to the requester's
+	 * uid. A mapping's pin is charged once to the uid and locked_vm of the
+	 * process that made it (RLIMIT_MEMLOCK unless CAP_IPC_LOCK and always
+	 * max_peer_pinned_per_user) until its last registration is gone.
+	 */
+	STRIXPEER_A_STATS_PEER_PINNED_BYTES,
+	STRIXPEER_A_STATS_PEER_FAIL_LIMIT,
+	STRIXPEER_A_STATS_PEER_PINNED_BYTES_USER,
 
 	__STRIXPEER_A_STATS_MAX,
 	STRIXPEER_A_STATS_MAX = (__STRIXPEER_A_STATS_MAX - 1)
@@ -385,6 +396,12 @@ enum {
 	STRIXPEER_A_CONFIG_DEFAULT_NODE,
 	STRIXPEER_A_CONFIG_REQUIRE_HUGE,
 	STRIXPEER_A_CONFIG_PAD,
+	/*
+	 * config-get only (the module parameter sets it): the most dma-buf
+	 * bytes one uid's PeerDirect mappings may pin (CAP_IPC_LOCK too);
+	 * 0 is no bound beyond RLIMIT_MEMLOCK.
+	 */
+	STRIXPEER_A_CONFIG_MAX_PEER_PINNED_PER_USER,
 
 	__STRIXPEER_A_CONFIG_MAX,
 	STRIXPEER_A_CONFIG_MAX = (__STRIXPEER_A_CONFIG_MAX - 1)

@@ -274,6 +274,35 @@ static void print_config(const struct sp_config *cfg)
 	pr_bool("require_huge", "2 MiB pages required", cfg->require_huge);
 }
 
+/* GPU bytes PeerDirect registrations pin (each the whole dma-buf). */
+static void print_peer_pins(struct sp_ctl *ctl)
+{
+	struct sp_peer_pins pp;
+
+	if (sp_ctl_peer_pins(ctl, &pp) < 0)
+		return;
+	pr_bytes("peer_pinned_bytes", "GPU bytes pinned by PeerDirect (node-wide)",
+		 pp.pinned_bytes);
+	pr_bytes("peer_pinned_bytes_user", "GPU bytes pinned by PeerDirect (your uid)",
+		 pp.user_pinned_bytes);
+	pr_u64("peer_fail_limit", "peer registrations refused: pin limit", pp.fail_limit);
+}
+
+/* max_peer_pinned_per_user: 0 is "memlock only", as max_pinned_bytes above. */
+static void print_peer_limit(struct sp_ctl *ctl)
+{
+	struct sp_peer_pins pp;
+
+	if (sp_ctl_peer_pins(ctl, &pp) < 0)
+		return;
+	if (pp.max_per_user || json)
+		pr_bytes("max_peer_pinned_per_user", "max GPU pinned by PeerDirect (per user)",
+			 pp.max_per_user);
+	else
+		pr_str("max_peer_pinned_per_user", "max GPU pinned by PeerDirect (per user)",
+		       "RLIMIT_MEMLOCK only");
+}
+
 static void print_counters(const struct sp_counters *c, bool all)
 {
 	pr_u64("buffers", "buffers", c->buffers);
@@ -378,6 +407,7 @@ static int cmd_status(int argc, char **argv)
 		pr_u64("peer_claims", "claims", pc.claims);
 		pr_u64("peer_invalidations", "invalidations", pc.invalidations);
 	}
+	print_peer_pins(ctl);
 	pr_obj_close();
 
 	pr_obj_open_label("memory", "memory (node-wide)");
@@ -403,6 +433,7 @@ static int cmd_status(int argc, char **argv)
 
 	pr_obj_open("limits");
 	print_config(&cfg);
+	print_peer_limit(ctl);
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
 		if (rl.rlim_cur == RLIM_INFINITY)
 			pr_null("memlock", "RLIMIT_MEMLOCK (yours)", "unlimited");
@@ -667,13 +698,14 @@ static int cmd_stats(int argc, char **argv)
 		sp_ctl_close(ctl);
 		return fail();
 	}
-	sp_ctl_close(ctl);
 	/* the names are the netlink attributes' and the Prometheus metrics' */
 	pr_obj_open(NULL);
 	print_counters(&c, true);
 	pr_u64("peer_maps", "peer maps", pc.maps);
 	pr_u64("peer_registrations", "peer registrations", pc.registrations);
 	pr_u64("imports", "imports", pc.imports);
+	print_peer_pins(ctl);
+	sp_ctl_close(ctl);
 	pr_obj_close();
 	pr_done();
 	return 0;
@@ -692,9 +724,10 @@ static int cmd_config_show(int argc, char **argv)
 		sp_ctl_close(ctl);
 		return fail();
 	}
-	sp_ctl_close(ctl);
 	pr_obj_open(NULL);
 	print_config(&cfg);
+	print_peer_limit(ctl);
+	sp_ctl_close(ctl);
 	pr_obj_close();
 	pr_done();
 	return 0;

@@ -458,6 +458,45 @@ int sp_ctl_peer_stats(struct sp_ctl *ctl, struct sp_peer_counters *c)
 	return sp_transact(ctl, msg, &r, "stats", NULL);
 }
 
+static int parse_peer_pins(struct nlattr **tb, void *arg)
+{
+	struct sp_peer_pins *p = arg;
+
+	p->pinned_bytes = get_u64(tb[STRIXPEER_A_STATS_PEER_PINNED_BYTES]);
+	p->user_pinned_bytes = get_u64(tb[STRIXPEER_A_STATS_PEER_PINNED_BYTES_USER]);
+	p->fail_limit = get_u64(tb[STRIXPEER_A_STATS_PEER_FAIL_LIMIT]);
+	return 0;
+}
+
+static int parse_peer_pins_config(struct nlattr **tb, void *arg)
+{
+	struct sp_peer_pins *p = arg;
+
+	p->max_per_user = get_u64(tb[STRIXPEER_A_CONFIG_MAX_PEER_PINNED_PER_USER]);
+	return 0;
+}
+
+int sp_ctl_peer_pins(struct sp_ctl *ctl, struct sp_peer_pins *p)
+{
+	struct sp_req r = { .parse = parse_peer_pins, .maxattr = STRIXPEER_A_STATS_MAX, .arg = p };
+	struct sp_req rc = { .parse = parse_peer_pins_config, .maxattr = STRIXPEER_A_CONFIG_MAX,
+			     .arg = p };
+	struct nl_msg *msg;
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	msg = sp_msg(ctl, STRIXPEER_CMD_STATS_GET, 0);
+	if (!msg)
+		return sp_fail(ENOMEM, "out of memory");
+	ret = sp_transact(ctl, msg, &r, "stats", NULL);
+	if (ret)
+		return ret;
+	msg = sp_msg(ctl, STRIXPEER_CMD_CONFIG_GET, 0);
+	if (!msg)
+		return sp_fail(ENOMEM, "out of memory");
+	return sp_transact(ctl, msg, &rc, "config", NULL);
+}
+
 static void parse_config_attrs(struct nlattr **tb, struct sp_config *cfg)
 {
 	cfg->max_buf_size = get_u64(tb[STRIXPEER_A_CONFIG_MAX_BUF_SIZE]);
