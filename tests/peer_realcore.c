@@ -125,10 +125,15 @@ static void rdma_ok(struct two *w, enum ibv_wr_opcode op, uint64_t off, uint64_t
 	      ibv_wc_status_str(wc.status));
 }
 
-/* After invalidation: the remote op fails, the buffer stays as it was. */
-static void rdma_refused(struct two *w, uint8_t *view, uint64_t off, uint64_t len)
+/*
+ * After invalidation: the remote op fails, and the buffer (seen through
+ * @view) still holds seed @was's bytes, not the refused WRITE's.
+ */
+static void rdma_refused(struct two *w, uint8_t *view, uint64_t off, uint64_t len,
+			 uint32_t was)
 {
 	struct ibv_wc wc;
+	int64_t bad;
 
 	sp_fill(w->host + off, len, off, 77);
 	wc = rdma_op(w, IBV_WR_RDMA_WRITE, off, len);
@@ -136,13 +141,9 @@ static void rdma_refused(struct two *w, uint8_t *view, uint64_t off, uint64_t le
 	      "RDMA WRITE after invalidation: completion %s, wanted remote access error",
 	      ibv_wc_status_str(wc.status));
 	tap_diag("WRITE after invalidation: %s", ibv_wc_status_str(wc.status));
-	/*
-	 * Observed on 6.12 (not yet explained, see the i23 report): the
-	 * refused WRITE's bytes are found in the pages afterwards. Reported
-	 * as a diagnostic until it is understood, not asserted.
-	 */
-	if (view && sp_verify(view + off, len, off, 77) < 0)
-		tap_diag("the refused WRITE's bytes are in the buffer");
+	bad = sp_verify(view + off, len, off, was);
+	CHECK(bad < 0, "byte %lld of the range changed after invalidation (%s the refused WRITE's)",
+	      (long long)bad, sp_verify(view + off, len, off, 77) < 0 ? "all are" : "not");
 }
 
 /* WRITE, READ and SEND into @buf (the dma-buf mapping), checked through it. */
@@ -280,7 +281,7 @@ static void invalidate_by(enum trigger t)
 	CHECK(c1.invalidations == c0.invalidations + 1, "invalidations %llu -> %llu",
 	      (unsigned long long)c0.invalidations, (unsigned long long)c1.invalidations);
 	CHECK(sp_verify(view + 4096, 4096, 4096, 5) < 0, "buffer changed before the WRITE");
-	rdma_refused(&w, view, 4096, 4096);
+	rdma_refused(&w, view, 4096, 4096, 5);
 	two_close(&w);
 	munmap(view, LEN);
 	if (t != T_CLOSE)

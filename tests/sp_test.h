@@ -143,10 +143,16 @@ static inline uint64_t sp_free_bytes(int node)
 /* Position-dependent bytes: any sub-range can be checked on its own. */
 static inline uint8_t sp_pattern(uint64_t pos, uint32_t seed)
 {
-	uint64_t x = (pos + 1) * 0x9E3779B97F4A7C15ULL ^ ((uint64_t)seed << 17);
+	/*
+	 * splitmix64's finaliser over position and seed: every bit of both
+	 * reaches the byte. (The mix used before ignored seeds below 4096,
+	 * so a buffer still holding seed 5's bytes passed for seed 77's.)
+	 */
+	uint64_t x = (pos + 1) * 0x9E3779B97F4A7C15ULL + ((uint64_t)seed + 1) * 0xD1B54A32D192ED03ULL;
 
-	x ^= x >> 29;
-	return (uint8_t)(x ^ (x >> 8));
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+	return (uint8_t)(x ^ (x >> 31));
 }
 
 static inline void sp_fill(void *p, uint64_t len, uint64_t pos, uint32_t seed)
