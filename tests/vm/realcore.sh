@@ -59,7 +59,13 @@ load)
 	[ -f "$REALCORE_RXE" ] || die "no patched rxe at $REALCORE_RXE"
 	links_down || die "rxe links do not go away"
 	stack_out || die "Debian's RDMA stack does not unload"
-	modprobe -a configfs udp_tunnel ip6_udp_tunnel || die "Debian's dependencies do not load"
+	# what rdma_cm and rdma_rxe need; configfs (rdma_cm's configfs
+	# interface) only where the kernel has it: the debug kernel does not
+	deps="udp_tunnel ip6_udp_tunnel"
+	grep -qw configfs /proc/filesystems || ! modinfo configfs > /dev/null 2>&1 ||
+		deps="configfs $deps"
+	# shellcheck disable=SC2086 # a list
+	modprobe -a $deps || die "Debian's dependencies ($deps) do not load"
 	for m in $order; do
 		ko=$REALCORE_FIXTURE/$m.ko
 		[ "$m" = rdma_rxe ] && ko=$REALCORE_RXE
