@@ -30,9 +30,22 @@
 #include <sys/resource.h>
 
 #define ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
-/* dma-bufs of 4 MiB + 64 KiB (a multiple of vgem's 16 KiB): the MR starts
- * at an unaligned offset and crosses the 2 and 4 MiB boundaries */
-#define XLEN	(4 * MiB + 64 * 1024)
+/*
+ * dma-bufs of 4 MiB + 64 KiB (a multiple of vgem's 16 KiB): the MR starts
+ * at an unaligned offset and crosses the 2 and 4 MiB boundaries. Where the
+ * suite keeps transfers small (SP_RDMA_MAX, the debug kernel's 4 MiB + 1),
+ * 2 MiB + 64 KiB: the MR crosses the 2 MiB boundary only.
+ */
+static uint64_t xlen(void)
+{
+	const char *max = getenv("SP_RDMA_MAX");
+
+	if (max && *max && strtoull(max, NULL, 0) < 4 * MiB + 64 * 1024)
+		return 2 * MiB + 64 * 1024;
+	return 4 * MiB + 64 * 1024;
+}
+
+#define XLEN	xlen()
 #define MR_OFF	(5 * 4096 + 123)
 #define MR_LEN	(XLEN - MR_OFF - 77)
 
