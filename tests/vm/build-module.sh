@@ -12,6 +12,8 @@
 #
 #   build/kmod/<kver>/realcore/             the real PeerDirect stack
 #                                           (tests/vm/build-realcore.sh)
+#   build/kmod/<kver>/rxe-dmabuf/           the rxe with dma-buf MRs and its
+#                                           provider (build-rxe-dmabuf.sh)
 #
 #   build-module.sh <kver> [make args...]     e.g. W=1
 #
@@ -37,3 +39,4 @@ build_strixpeer "$bdir" "$@"
 tests/vm/build-peersim.sh "$kver" "$@"
 build_strixpeer "$bdir/pd" "$@" SP_PEER_SYMVERS="$bdir/peersim/Module.symvers"
 tests/vm/build-realcore.sh "$kver" "$@"	# the real core (6.12.117 only; else says so)
+tests/vm/build-rxe-dmabuf.sh "$kver" "$@"	# dma-buf MRs on rxe (6.12.117 only; else says so)

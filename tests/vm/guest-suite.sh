@@ -19,7 +19,7 @@ ko=$1
 shift
 tests=("$@")
 explicit=${tests[*]}
-[ ${#tests[@]} -gt 0 ] || tests=(abi lifetime limits hostile backing huge_map netlink rdma_rxe rdma_regmr peer peersim_selftest export fuzz cli bench asan-abi asan-lifetime asan-limits asan-netlink asan-rdma_regmr doctor engines rdma_churn)
+[ ${#tests[@]} -gt 0 ] || tests=(abi lifetime limits hostile backing huge_map netlink rdma_rxe rdma_regmr peer peersim_selftest export fuzz cli bench asan-abi asan-lifetime asan-limits asan-netlink asan-rdma_regmr doctor engines rdma_churn rdma_dmabuf)
 out=${SP_OUT:?SP_OUT not set}
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 
@@ -142,6 +142,41 @@ if [ -e /sys/kernel/debug/kmemleak ]; then
 	[ -n "${SP_RDMA_MAX:-}" ] || export SP_RDMA_MAX=$((4 * 1024 * 1024 + 1))
 fi
 
+# dma-buf MRs (tests/rdma_dmabuf.c) on the rxe of tests/kmod/rxe-dmabuf/ and
+# its provider (tests/vm/rxe-dmabuf.sh, built on the host by
+# tests/vm/build-rxe-dmabuf.sh), loaded on Debian's stock RDMA stack for this
+# program only: Debian's rxe and provider are back for whatever follows.
+rxedb=$kdir/rxe-dmabuf
+run_rxe_dmabuf() {
+	local r=0 own_gpusim=
+	if [ ! -f "$rxedb/env" ]; then
+		gcase ok "rxe_dmabuf_loads" "# SKIP no dma-buf rxe for $(uname -r): $(cat "$rxedb/unsupported" 2>/dev/null || echo "tests/vm/build-rxe-dmabuf.sh not run")"
+		return 0
+	fi
+	# sp_gpusim (the moving exporter) is loaded only with the peer tests
+	if [ ! -d /sys/module/sp_gpusim ]; then
+		insmod "$gpusim" 2> "$out/insmod-gpusim-dmabuf.log" && own_gpusim=1
+	fi
+	if tests/vm/rxe-dmabuf.sh load "$rxedb" > "$out/rxe-dmabuf-load.log" 2>&1; then
+		gcase ok "rxe_dmabuf_loads"
+		run_tap rdma_dmabuf build/tests/rdma_dmabuf || r=1
+	else
+		gcase "not ok" "rxe_dmabuf_loads" "# see rxe-dmabuf-load.log"
+		r=1
+	fi
+	if tests/vm/rxe-dmabuf.sh unload > "$out/rxe-dmabuf-unload.log" 2>&1; then
+		gcase ok "rxe_dmabuf_unloads_and_debian_rxe_is_back"
+	else
+		gcase "not ok" "rxe_dmabuf_unloads_and_debian_rxe_is_back" "# see rxe-dmabuf-unload.log"
+		r=1
+	fi
+	if [ -n "$own_gpusim" ] && ! rmmod sp_gpusim 2>> "$out/insmod-gpusim-dmabuf.log"; then
+		gcase "not ok" "gpusim_unloads_after_rdma_dmabuf"
+		r=1
+	fi
+	return $r
+}
+
 for t in "${tests[@]}"; do
 	if [ -n "$debug_kernel" ] && [ -z "$explicit" ] && { [ "$t" = cli ] || [ "$t" = bench ] || [ "${t#asan-}" != "$t" ]; }; then
 		gcase ok "$t" "# SKIP user-space check: runs on the non-debug kernels"
@@ -155,6 +190,7 @@ for t in "${tests[@]}"; do
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 			run_tap "$t" "build/asan/${t#asan-}" || rc=1 ;;
 	peer) run_peer modern || rc=1 ;;
+	rdma_dmabuf) run_rxe_dmabuf || rc=1 ;;
 	engines) run_tap engines tests/engines-guest.sh "$sim" "$pdko" || rc=1 ;;	# UCX, Open MPI, gpu_import, amdkfd name
 	fuzz)	# tests/fuzz/: short seeded runs (SP_FUZZ_SEEDS, SP_FUZZ_SECONDS); make fuzz runs it long
 		if [ -z "$debug_kernel" ] && [ -z "$explicit" ]; then

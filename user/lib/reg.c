@@ -165,6 +165,13 @@ static struct ibv_mr *sp_try_dmabuf(struct ibv_pd *pd, int fd,
 		return NULL;
 	}
 	mr = ibv_reg_dmabuf_mr(pd, offset, len, start, fd, access);
+	/*
+	 * rdma-core sets mr->addr to the dma-buf offset; the MR's iova is
+	 * @start, and callers advertise mr->addr to their peers as on the
+	 * other paths (an RDMA op to the offset gets a remote access error).
+	 */
+	if (mr)
+		mr->addr = (void *)start;
 	if (!mr) {
 		int err = errno;
 
