@@ -77,7 +77,7 @@ LIB_OBJ := $(patsubst user/lib/%.c,$(B)/lib/%.o,$(LIB_SRC))
 STATIC_OBJ := $(patsubst user/lib/%.c,$(B)/static/%.o,$(LIB_SRC))
 LIB_HDR := include/strixpeer.h include/uapi/strixpeer.h user/lib/internal.h \
 	user/lib/bench.h
-CLI_SRC := user/cli/strixpeerctl.c user/cli/print.c user/cli/bench.c
+CLI_SRC := user/cli/strixpeerctl.c user/cli/print.c user/cli/bench.c user/cli/holders.c
 CLI_HDR := user/cli/print.h user/cli/bench.h
 # strixpeerctl doctor (user/cli/doctor/): checks that read files only, the
 # live probes and --rdma-test; libkmod finds modules, librdmacm connects --peer
@@ -190,10 +190,10 @@ $(B)/asan/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(LIB_SRC)
 DOCTOR_TEST := $(B)/tests/doctor-test
 user: $(DOCTOR_TEST)
 $(DOCTOR_TEST): tests/doctor/doctor-test.c $(DOCTOR_SRC) user/cli/doctor/doctor.h \
-		user/cli/print.c $(LIB_HDR) $(LIB_SRC) tests/tap.h | $(B)/tests
+		user/cli/print.c user/cli/holders.c user/cli/holders.h $(LIB_HDR) $(LIB_SRC) tests/tap.h | $(B)/tests
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
-		-Itests -Iuser/cli/doctor -o $@ $< $(DOCTOR_SRC) user/cli/print.c \
+		-Itests -Iuser/cli/doctor -o $@ $< $(DOCTOR_SRC) user/cli/print.c user/cli/holders.c \
 		$(LIB_SRC) $(NL_LIBS) $(DOCTOR_LIBS) -lm -lpthread
 
 # The examples (examples/), built like the tests against the static

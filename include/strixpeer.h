@@ -343,6 +343,11 @@ struct sp_buf_entry {
 	/* since STRIXPEER_1.3 */
 	uint32_t exports;		/**< live dma-bufs of the buffer */
 	uint32_t attachments;		/**< devices attached to them */
+	/* since STRIXPEER_1.5 (empty/0 from an older module) */
+	char comm[16];			/**< allocator's comm, a hint as @pid */
+	uint32_t handle;		/**< handle on its file, 0: freed */
+	uint32_t nr_dmabuf_inos;	/**< entries of @dmabuf_inos */
+	uint64_t dmabuf_inos[32];	/**< inode of each live dma-buf */
 };
 
 /** Node-wide counters, as returned by sp_ctl_stats(). */

@@ -236,6 +236,9 @@ struct sp_buf *sp_buf_create(u64 size, int node, bool huge_only)
 	buf->min_order = SP_HUGE_ORDER;
 	buf->pid = task_tgid_nr(current);
 	buf->uid = current_uid();
+	get_task_comm(buf->comm, current);
+	spin_lock_init(&buf->exp_lock);
+	INIT_LIST_HEAD(&buf->exp_list);
 
 	ret = sp_charge(buf);
 	if (ret)

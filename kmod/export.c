@@ -40,11 +40,16 @@
  * @buf: the buffer; one reference held until the dma-buf is released
  * @lock: protects @mappings (nests inside the dma-buf's resv lock)
  * @mappings: live struct sp_mapping of every attachment
+ * @node: in the buffer's exp_list (its exp_lock)
+ * @ino: inode number of the dma-buf's file, what stat() of an fd of it
+ *	and /proc/PID/maps show: lets user space find the fds holding it
  */
 struct sp_export {
 	struct sp_buf *buf;
 	struct mutex lock;
 	struct list_head mappings;
+	struct list_head node;
+	u64 ino;
 };
 
 /**
@@ -228,6 +233,9 @@ static void sp_dmabuf_release(struct dma_buf *dmabuf)
 	struct sp_buf *buf = exp->buf;
 
 	WARN_ON(!list_empty(&exp->mappings));
+	spin_lock(&buf->exp_lock);
+	list_del(&exp->node);
+	spin_unlock(&buf->exp_lock);
 	atomic_dec(&buf->exports);
 	atomic64_dec(&sp_stats.dmabuf_exports);
 	sp_event_export(buf, STRIXPEER_EXPORT_RELEASE, NULL);
@@ -284,8 +292,40 @@ struct dma_buf *sp_export_create(struct sp_buf *buf, u32 flags)
 		return dmabuf;
 	}
 	kref_get(&buf->ref);
+	exp->ino = file_inode(dmabuf->file)->i_ino;
+	spin_lock(&buf->exp_lock);
+	list_add_tail(&exp->node, &buf->exp_list);
+	spin_unlock(&buf->exp_lock);
 	atomic_inc(&buf->exports);
 	atomic64_inc(&sp_stats.dmabuf_exports);
 	sp_event_export(buf, STRIXPEER_EXPORT_CREATE, NULL);
 	return dmabuf;
+}
+
+/**
+ * sp_export_inos() - inode numbers of the buffer's live dma-bufs
+ * @buf: buffer, referenced by the caller
+ * @inos: filled with up to @max inode numbers, oldest dma-buf first
+ * @max: room in @inos
+ *
+ * A dma-buf is listed from its export until its release (its last
+ * reference of any kind, an fd, a mapping, an importer, an fd in flight
+ * in a unix socket, gone).
+ *
+ * Context: takes and releases @buf->exp_lock.
+ * Return: how many were written.
+ */
+unsigned int sp_export_inos(struct sp_buf *buf, u64 *inos, unsigned int max)
+{
+	struct sp_export *exp;
+	unsigned int n = 0;
+
+	spin_lock(&buf->exp_lock);
+	list_for_each_entry(exp, &buf->exp_list, node) {
+		if (n == max)
+			break;
+		inos[n++] = exp->ino;
+	}
+	spin_unlock(&buf->exp_lock);
+	return n;
 }

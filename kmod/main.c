@@ -17,6 +17,7 @@
 #include <linux/nospec.h>
 #include <linux/nodemask.h>
 #include <linux/sched/mm.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <linux/topology.h>
@@ -117,6 +118,34 @@ static struct sp_buf *sp_file_get_buf(struct sp_file *f, u32 handle)
 	return buf;
 }
 
+/**
+ * sp_file_erase_buf() - remove a handle of a file
+ * @f: file state
+ * @handle: buffer handle
+ * @expect: the buffer the handle must name, or NULL for any
+ *
+ * Clears the buffer's @handle (what netlink and fdinfo report) with it.
+ *
+ * Context: takes and releases @f->bufs' xa_lock.
+ * Return: the buffer removed (the handle's reference is now the caller's),
+ * or NULL (or, with @expect, whatever else the handle named: then nothing
+ * was removed).
+ */
+static struct sp_buf *sp_file_erase_buf(struct sp_file *f, u32 handle,
+					struct sp_buf *expect)
+{
+	struct sp_buf *buf;
+
+	xa_lock(&f->bufs);
+	buf = xa_load(&f->bufs, handle);
+	if (buf && (!expect || buf == expect)) {
+		__xa_erase(&f->bufs, handle);
+		WRITE_ONCE(buf->handle, 0);
+	}
+	xa_unlock(&f->bufs);
+	return buf;
+}
+
 static int sp_resolve_node(u32 requested, int *node)
 {
 	int nid;
@@ -211,8 +240,12 @@ static int sp_ioctl_buf_alloc(struct sp_file *f, void *data)
 	 * the creation reference stays ours (req->buf) until commit or undo.
 	 */
 	kref_get(&buf->ref);
-	ret = xa_alloc(&f->bufs, &id, buf, XA_LIMIT(1, SP_MAX_HANDLE),
-		       GFP_KERNEL_ACCOUNT);
+	xa_lock(&f->bufs);
+	ret = __xa_alloc(&f->bufs, &id, buf, XA_LIMIT(1, SP_MAX_HANDLE),
+			 GFP_KERNEL_ACCOUNT);
+	if (!ret)
+		WRITE_ONCE(buf->handle, id);	/* before a BUF_FREE can clear it */
+	xa_unlock(&f->bufs);
 	if (ret) {
 		sp_buf_put(buf);
 		sp_buf_put(buf);
@@ -238,7 +271,7 @@ static void sp_ioctl_buf_alloc_undo(struct sp_file *f, void *data)
 {
 	struct sp_alloc_req *req = data;
 
-	if (xa_cmpxchg(&f->bufs, req->u.handle, req->buf, NULL, 0) == req->buf)
+	if (sp_file_erase_buf(f, req->u.handle, req->buf) == req->buf)
 		sp_buf_put(req->buf);	/* the handle's reference */
 	sp_buf_put(req->buf);
 }
@@ -250,7 +283,7 @@ static int sp_ioctl_buf_free(struct sp_file *f, void *data)
 
 	if (fr->flags)
 		return -EINVAL;
-	buf = xa_erase(&f->bufs, fr->handle);
+	buf = sp_file_erase_buf(f, fr->handle, NULL);
 	if (!buf)
 		return -ENOENT;
 	sp_buf_put(buf);
@@ -517,6 +550,8 @@ static int sp_open(struct inode *inode, struct file *filp)
 	xa_init_flags(&f->bufs, XA_FLAGS_ALLOC1);
 	xa_init_flags(&f->imports, XA_FLAGS_ALLOC1);
 	f->mm = current->mm;
+	f->pid = task_tgid_nr(current);
+	get_task_comm(f->comm, current);
 	mmgrab(f->mm);
 	filp->private_data = f;
 	return 0;
@@ -536,13 +571,43 @@ static int sp_release(struct inode *inode, struct file *filp)
 	sp_import_release_all(f);
 
 	xa_for_each(&f->bufs, idx, buf) {
-		xa_erase(&f->bufs, idx);
+		sp_file_erase_buf(f, idx, buf);
 		sp_buf_put(buf);
 	}
 	xa_destroy(&f->bufs);
 	mmdrop(f->mm);
 	kfree(f);
 	return 0;
+}
+
+/*
+ * /proc/PID/fdinfo/FD of a /dev/strixpeer file: who opened it and what it
+ * holds, so that tools can name the processes holding a buffer (the
+ * kernel cannot list a file's holders; user space can scan fdinfo):
+ *	strixpeer-opener:	<tgid> <comm>	(at open: a hint)
+ *	strixpeer-buf:	<handle> <id> <size>	(one line per handle)
+ *	strixpeer-import:	<handle> <id>	(one line per import)
+ * The file's mappings hold buffers too: /proc/PID/maps names them by
+ * mmap offset (handle << SP_COOKIE_SHIFT).
+ */
+static void sp_show_fdinfo(struct seq_file *m, struct file *filp)
+{
+	struct sp_file *f = filp->private_data;
+	struct sp_import *imp;
+	struct sp_buf *buf;
+	unsigned long idx;
+
+	seq_printf(m, "strixpeer-opener:\t%d %s\n", f->pid, f->comm);
+	/* Entries hold a reference while present; erasing takes the lock. */
+	xa_lock(&f->bufs);
+	xa_for_each(&f->bufs, idx, buf)
+		seq_printf(m, "strixpeer-buf:\t%lu %u %llu\n", idx, buf->id,
+			   buf->size);
+	xa_unlock(&f->bufs);
+	xa_lock(&f->imports);
+	xa_for_each(&f->imports, idx, imp)
+		seq_printf(m, "strixpeer-import:\t%lu %u\n", idx, imp->id);
+	xa_unlock(&f->imports);
 }
 
 static const struct file_operations sp_fops = {
@@ -553,6 +618,7 @@ static const struct file_operations sp_fops = {
 	.compat_ioctl = compat_ptr_ioctl,
 	.mmap = sp_mmap,
 	.get_unmapped_area = sp_get_unmapped_area,
+	.show_fdinfo = sp_show_fdinfo,
 };
 
 #define SP_STAT_ATTR(_name)						\

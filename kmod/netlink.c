@@ -101,6 +101,29 @@ static int sp_nl_put_buf_snap(struct sk_buff *skb, const struct sp_event_buf *eb
 }
 
 /*
+ * What lets user space name a buffer's holders (strixpeerctl buf show):
+ * the allocator's comm, the handle on its file (fdinfo of the file lists
+ * it) and the inode number of each live dma-buf (stat() of an fd of it,
+ * /proc/PID/maps). At most SP_MAX_REPORTED_INOS inodes, so that one
+ * buffer always fits a dump's message; "exports" says how many there are.
+ */
+static int sp_nl_put_buf_holders(struct sk_buff *skb, struct sp_buf *buf)
+{
+	u64 inos[SP_MAX_REPORTED_INOS];
+	unsigned int i, n;
+
+	if (nla_put_string(skb, STRIXPEER_A_BUF_COMM, buf->comm) ||
+	    nla_put_u32(skb, STRIXPEER_A_BUF_HANDLE, READ_ONCE(buf->handle)))
+		return -EMSGSIZE;
+	n = sp_export_inos(buf, inos, ARRAY_SIZE(inos));
+	for (i = 0; i < n; i++)
+		if (nla_put_u64_64bit(skb, STRIXPEER_A_BUF_DMABUF_INO, inos[i],
+				      STRIXPEER_A_BUF_PAD))
+			return -EMSGSIZE;
+	return 0;
+}
+
+/*
  * buf-get replies and dumps add "pinned", which walks the buffer's pages
  * (sp_buf_pinned()): asked for, not pushed with every event.
  */
@@ -110,7 +133,8 @@ static int sp_nl_put_buf(struct sk_buff *skb, struct sp_buf *buf)
 
 	sp_event_buf_fill(&eb, buf);
 	if (sp_nl_put_buf_snap(skb, &eb) ||
-	    nla_put_u8(skb, STRIXPEER_A_BUF_PINNED, sp_buf_pinned(buf)))
+	    nla_put_u8(skb, STRIXPEER_A_BUF_PINNED, sp_buf_pinned(buf)) ||
+	    sp_nl_put_buf_holders(skb, buf))
 		return -EMSGSIZE;
 	return 0;
 }

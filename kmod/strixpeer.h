@@ -15,6 +15,8 @@
 #include <linux/mmu_notifier.h>
 #include <linux/mutex.h>
 #include <linux/scatterlist.h>
+#include <linux/sched.h>
+#include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
@@ -58,11 +60,15 @@
  *	buffer. Its xa_lock orders lookups (which take a reference) against
  *	BUF_FREE and release (which erase, then drop that reference).
  * @imports: handle -> struct sp_import, one reference each, same rules
+ * @pid: tgid of the opener (fdinfo; a hint once passed on or forked)
+ * @comm: comm of the opener at open
  */
 struct sp_file {
 	struct mm_struct *mm;
 	struct xarray bufs;
 	struct xarray imports;
+	pid_t pid;
+	char comm[TASK_COMM_LEN];
 };
 
 struct device;
@@ -150,6 +156,13 @@ struct sp_import {
  *	allocating caller had CAP_IPC_LOCK
  * @pid: tgid of the allocating process
  * @uid: real uid of the allocating process (netlink dump visibility)
+ * @comm: comm of the allocating process at allocation (a hint, like @pid:
+ *	the process may have exited, and a child after fork or the receiver
+ *	of a passed fd holds the buffer under another pid)
+ * @handle: handle on the owning file, 0 once it was freed or the file was
+ *	released (WRITE_ONCE under the file's bufs xa_lock; a snapshot)
+ * @exp_lock: protects @exp_list
+ * @exp_list: struct sp_export of every live dma-buf of the buffer
  */
 struct sp_buf {
 	struct kref ref;
@@ -168,6 +181,10 @@ struct sp_buf {
 	atomic_t exports;
 	atomic_t attachments;
 	struct user_struct *user;
+	char comm[TASK_COMM_LEN];
+	u32 handle;
+	spinlock_t exp_lock;
+	struct list_head exp_list;
 };
 
 /**
@@ -217,6 +234,9 @@ int sp_buf_mmap(struct sp_buf *buf, struct vm_area_struct *vma,
 
 /* dma-buf export of buffers (export.c). */
 struct dma_buf *sp_export_create(struct sp_buf *buf, u32 flags);
+/* At most this many dma-buf inode numbers per buffer in a netlink reply. */
+#define SP_MAX_REPORTED_INOS	32
+unsigned int sp_export_inos(struct sp_buf *buf, u64 *inos, unsigned int max);
 
 /* Imports of dma-buf ranges (import.c). */
 extern bool sp_claim_gem_mappings;

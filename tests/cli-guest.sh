@@ -5,7 +5,9 @@
 # Prometheus output passes promtool, config set takes exact or unique keys,
 # decimal sizes and the documented booleans, warns below what is pinned and
 # needs privilege, monitor sees events in order (with -t timestamps),
-# unprivileged users get labelled figures, valgrind finds nothing.
+# unprivileged users get labelled figures, buf show names holders (a
+# re-parented child, a dma-buf in flight), status and doctor say what keeps
+# the module in use, valgrind finds nothing.
 # (Argument handling without a module: tests/cli-host.sh.) Prints TAP.
 set -u
 ctl=build/strixpeerctl
@@ -15,7 +17,7 @@ trap 'rm -rf "$tmp"' EXIT
 n=0
 failed=0
 echo "TAP version 13"
-echo "1..28"
+echo "1..32"
 result() {	# result <0|1> <name> [skip reason]
 	n=$((n + 1))
 	if [ -n "${3:-}" ]; then echo "ok $n $2 # SKIP $3"
@@ -32,8 +34,8 @@ field() {	# field <label> < table: the value after a "label   " column
 nobody() {	# nobody <command...>: as an unprivileged user
 	setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
 }
-hold() {	# hold <name> <MiB>: a process holding a buffer until unhold; $<name>=pid
-	"$hold" "$2" > "$tmp/$1.out" 2>&1 < /dev/null &
+hold() {	# hold <name> [mode] <MiB>: a process holding a buffer until unhold; $<name>=pid
+	"$hold" "${@:2}" > "$tmp/$1.out" 2>&1 < /dev/null &
 	local hpid=$!
 	for _ in $(seq 1200); do	# until it is ready or gone, at most 120 s
 		grep -q ready "$tmp/$1.out" && break
@@ -153,7 +155,8 @@ result $? "status_and_stats_share_counter_names"
 # Numbers are numbers: strings only where the value is text.
 python3 - "$tmp/st2.json" "$tmp/stats.json" "$tmp/bufs.json" << 'EOF'
 import json, sys
-text = {"library", "version", "abi", "reason", "client", "error", "buffers_scope", "features"}
+text = {"library", "version", "abi", "reason", "client", "error", "buffers_scope", "features",
+        "comm", "kind"}
 def walk(v, key):
     if isinstance(v, dict):
         for k, x in v.items():
@@ -331,6 +334,102 @@ result $? "unknown_object_refused"
 out=$($ctl buf show pid 1 extra 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$out" | grep -q 'unexpected argument "extra"'
 result $? "extra_arguments_refused"
+
+# Holders (issue 22): a child that outlived its parent keeps the fd and the
+# mapping; buf show names it (the buffer's pid is the dead allocator's),
+# status says it keeps the module in use.
+"$hold" orphan 3 > "$tmp/orph.out" 2>&1 < /dev/null	# the parent exits at once
+orph=$(awk '/^ready/ {print $2}' "$tmp/orph.out")
+if [ -n "$orph" ] && [ -d "/proc/$orph" ]; then
+	$ctl -j buf show > "$tmp/orph.json"
+	$ctl buf show > "$tmp/orph.txt"
+	$ctl -j status > "$tmp/orph-st.json"
+	$ctl status > "$tmp/orph-st.txt"
+	$ctl doctor -j --only strixpeer > "$tmp/orph-dr.json"
+	python3 - "$tmp/orph.json" "$orph" << 'EOF'
+import json, os, sys
+d, orph = json.load(open(sys.argv[1])), int(sys.argv[2])
+mine = [b for b in d if any(h["pid"] == orph for h in b["holders"])]
+assert len(mine) == 1, ("holder %d not named" % orph, d)
+b = mine[0]
+kinds = sorted(h["kind"] for h in b["holders"] if h["pid"] == orph)
+assert kinds == ["fd", "mapping"], b
+assert b["pid"] != orph and not os.path.exists("/proc/%d" % b["pid"]), ("allocator still there", b)
+ppid = [l.split()[1] for l in open("/proc/%d/status" % orph) if l.startswith("PPid:")][0]
+assert int(ppid) != b["pid"], ("not re-parented", ppid, b)
+assert b["handle"] >= 1 and b["comm"] == "hold_buffer" and b["unreadable_processes"] == 0, b
+EOF
+	r1=$?
+	grep -Eq " $orph\(hold_buffer\) fd [0-9]+, $orph\(hold_buffer\) mapping" "$tmp/orph.txt" ||
+		{ r1=1; sed 's/^/# /' "$tmp/orph.txt"; }
+	python3 - "$tmp/orph-st.json" "$orph" << 'EOF'
+import json, sys
+d, orph = json.load(open(sys.argv[1])), int(sys.argv[2])
+u = d["in_use"]
+assert u["rmmod_would_fail"] and u["refcnt"] >= 1 and u["open_fds"] >= 1, u
+assert {"fd", "mapping"} <= {f["kind"] for f in u["files"] if f["pid"] == orph}, u
+EOF
+	r2=$?
+	python3 - "$tmp/orph-dr.json" "$orph" << 'EOF' || r2=1
+import json, re, sys
+d, orph = json.load(open(sys.argv[1])), sys.argv[2]
+r = [c for c in d["checks"] if c["id"] == "strixpeer.in_use"]
+assert len(r) == 1 and r[0]["status"] == "INFO", r
+assert re.search(r"rmmod strixpeer would fail: /dev/strixpeer held by (.*, )?pid %s \(hold_buffer\) fd \d+" % orph,
+                 r[0]["summary"]), r
+assert r[0]["observed"]["refcnt"] >= 1, r
+EOF
+	grep -Eq "^ +held by +(.*, )?pid $orph \(hold_buffer\) fd [0-9]+(, |$)" "$tmp/orph-st.txt" ||
+		{ r2=1; sed 's/^/# /' "$tmp/orph-st.txt"; }
+	# unprivileged: root's processes cannot be read, and status says so
+	nobody $ctl -j status > "$tmp/orph-nb.json"
+	python3 - "$tmp/orph-nb.json" "$orph" << 'EOF'
+import json, sys
+d, orph = json.load(open(sys.argv[1])), int(sys.argv[2])
+u = d["in_use"]
+assert u["unreadable_processes"] >= 1 and u["rmmod_would_fail"], u
+assert all(f["pid"] != orph for f in u["files"]), ("root's fd read by nobody?", u)
+EOF
+	r3=$?
+	kill "$orph"
+	for _ in $(seq 600); do [ -d "/proc/$orph" ] || break; sleep 0.1; done	# not our child: at most 60 s
+	[ -d "/proc/$orph" ] && echo "# orphan $orph still there 60 s after SIGTERM"
+	result $r1 "buf_show_names_reparented_holder"
+	result $r2 "status_names_what_keeps_module_in_use"
+	result $r3 "status_counts_unreadable_processes"
+else
+	echo "# orphan holder did not start: $(cat "$tmp/orph.out")"
+	result 1 "buf_show_names_reparented_holder"
+	result 1 "status_names_what_keeps_module_in_use"
+	result 1 "status_counts_unreadable_processes"
+fi
+
+# A dma-buf whose only fd is in flight in a unix socket nobody reads: no
+# process's fd table or mappings hold it; buf show says so, and the buffer
+# goes when the socket is closed.
+hold infl inflight 2
+ino=$(awk '/^ready/ {print $3}' "$tmp/infl.out")
+$ctl -j buf show > "$tmp/infl.json"
+$ctl buf show > "$tmp/infl.txt"
+python3 - "$tmp/infl.json" "${ino:-0}" << 'EOF'
+import json, sys
+d, ino = json.load(open(sys.argv[1])), int(sys.argv[2])
+mine = [b for b in d if ino in b["dmabufs_unheld"]]
+assert len(mine) == 1, ("dma-buf %d not reported unheld" % ino, d)
+b = mine[0]
+assert b["holders"] == [] and b["handle"] == 0 and b["dmabufs"] == 1 and b["map_count"] == 0, b
+EOF
+r1=$?
+grep -q "dma-buf ino $ino: no process holds an fd or mapping of it (in flight in a unix socket" "$tmp/infl.txt" ||
+	{ r1=1; sed 's/^/# /' "$tmp/infl.txt"; }
+unhold infl
+gone() { $ctl -j buf show | python3 -c "import json,sys; sys.exit(any($1 in b['dmabufs_unheld'] for b in json.load(sys.stdin)))"; }
+for _ in $(seq 600); do	# the socket's close releases the fd: at most 60 s
+	gone "${ino:-0}" && break
+	sleep 0.1
+done
+gone "${ino:-0}" || { r1=1; echo "# dma-buf $ino still alive 60 s after its socket closed"; }
+result $r1 "buf_show_dmabuf_in_flight_unheld"
 
 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
 	$ctl -j status > /dev/null 2> "$tmp/vg.txt" &&

@@ -336,6 +336,11 @@ enum {
 	STRIXPEER_A_INFO_MAX = (__STRIXPEER_A_INFO_MAX - 1)
 };
 
+/*
+ * Buffer attributes. COMM, HANDLE and DMABUF_INO (the allocator's comm, a
+ * hint like PID; the handle on its file, 0 once freed; one DMABUF_INO per
+ * live dma-buf, up to 32) let tools name a buffer's holders.
+ */
 enum {
 	STRIXPEER_A_BUF_ID = 1,
 	STRIXPEER_A_BUF_PID,
@@ -349,6 +354,9 @@ enum {
 	STRIXPEER_A_BUF_PAD,
 	STRIXPEER_A_BUF_EXPORTS,
 	STRIXPEER_A_BUF_ATTACHMENTS,
+	STRIXPEER_A_BUF_COMM,
+	STRIXPEER_A_BUF_HANDLE,
+	STRIXPEER_A_BUF_DMABUF_INO,
 
 	__STRIXPEER_A_BUF_MAX,
 	STRIXPEER_A_BUF_MAX = (__STRIXPEER_A_BUF_MAX - 1)

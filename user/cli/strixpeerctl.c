@@ -29,6 +29,7 @@
 
 #include "doctor/doctor.h"
 #include "bench.h"
+#include "holders.h"
 #include "print.h"
 #include "strixpeer.h"
 
@@ -343,6 +344,83 @@ static int tally_buf(const struct sp_buf_entry *e, void *arg)
  * Counters are node-wide; the buffer tallies cover the buffers the module
  * lists to the caller (its uid's, all with CAP_SYS_ADMIN): labelled so.
  */
+struct in_use_tally {
+	const struct sp_holders *h;
+	unsigned int unheld;		/* dma-bufs no process has open or mapped */
+};
+
+static int tally_unheld(const struct sp_buf_entry *e, void *arg)
+{
+	struct in_use_tally *t = arg;
+
+	for (uint32_t i = 0; i < e->nr_dmabuf_inos; i++)
+		if (!sp_dmabuf_held(t->h, e->dmabuf_inos[i]))
+			t->unheld++;
+	return 0;
+}
+
+/*
+ * What keeps the module loaded (rmmod fails with EBUSY while its
+ * refcount is above zero): every open /dev/strixpeer file (an fd, or a
+ * mapping, which holds its file), every live dma-buf of a buffer, and
+ * every PeerDirect registration. Named by pid from a /proc scan.
+ */
+static void print_in_use(struct sp_ctl *ctl, const struct sp_counters *c,
+			 uint64_t registrations)
+{
+	struct sp_holders h;
+	struct in_use_tally t = { .h = &h };
+	char line[160];
+	long refcnt = -1;
+	FILE *f = fopen("/sys/module/strixpeer/refcnt", "re");
+
+	if (f) {
+		if (fscanf(f, "%ld", &refcnt) != 1)
+			refcnt = -1;
+		fclose(f);
+	}
+	sp_holders_scan(&h);
+	sp_ctl_bufs(ctl, 0, tally_unheld, &t);
+	pr_obj_open_label("in_use", "in use (what rmmod would wait for)");
+	if (refcnt >= 0)
+		pr_s64("refcnt", "module refcount", refcnt);
+	else
+		pr_null("refcnt", "module refcount", "unknown (built in?)");
+	pr_bool("rmmod_would_fail", "rmmod would fail", refcnt != 0);
+	pr_u64("open_fds", "open /dev/strixpeer fds (seen)", h.dev_fds);
+	pr_arr_open("files", "held by");
+	for (size_t i = 0; i < h.n; i++) {
+		const struct sp_hold *x = &h.v[i];
+
+		if (!((x->kind == SP_HOLD_FD && !x->buf_id) || x->kind == SP_HOLD_MAP))
+			continue;
+		if (json) {
+			pr_obj_open(NULL);
+			pr_u64("pid", NULL, (uint64_t)x->pid);
+			pr_str("comm", NULL, x->comm);
+			pr_str("kind", NULL, sp_hold_kind_name(x->kind));
+			if (x->fd >= 0)
+				pr_u64("fd", NULL, (uint64_t)x->fd);
+			pr_obj_close();
+		} else {
+			if (x->fd >= 0)
+				snprintf(line, sizeof(line), "pid %d (%s) fd %d",
+					 x->pid, x->comm, x->fd);
+			else
+				snprintf(line, sizeof(line), "pid %d (%s) mapping of handle %u",
+					 x->pid, x->comm, x->handle);
+			pr_str(NULL, "holder", line);
+		}
+	}
+	pr_arr_close();
+	pr_u64("dmabufs_alive", "dma-bufs alive (each holds it)", c->dmabuf_exports);
+	pr_u64("dmabufs_unheld", "dma-bufs no process has open or mapped", t.unheld);
+	pr_u64("peer_registrations", "PeerDirect registrations (each holds it)", registrations);
+	pr_u64("unreadable_processes", "processes not readable (root sees all)", h.unreadable);
+	pr_obj_close();
+	sp_holders_free(&h);
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	bool all = has_cap(CAP_SYS_ADMIN);
@@ -384,6 +462,11 @@ static int cmd_status(int argc, char **argv)
 	print_features(info.features);
 	print_page_sizes(info.page_sizes);
 	pr_obj_close();
+	{
+		struct sp_peer_counters ipc;
+
+		print_in_use(ctl, &c, sp_ctl_peer_stats(ctl, &ipc) ? 0 : ipc.registrations);
+	}
 
 	pr_obj_open("peerdirect");
 	pr_bool("available", "available", info.features & SP_FEAT_PEERDIRECT);
@@ -459,7 +542,80 @@ static int cmd_status(int argc, char **argv)
 
 struct buf_list {
 	bool any;
+	struct sp_holders h;
 };
+
+/*
+ * The buffer's holders: JSON "holders" (one object each) and
+ * "dmabufs_unheld" (inodes of dma-bufs no process has an fd or mapping
+ * of); the table's HOLDERS cell says the same in words.
+ */
+static void print_holders(const struct sp_buf_entry *e, const struct sp_holders *h)
+{
+	char text[1024] = "";
+	size_t len = 0;
+	unsigned int mapped = 0;
+
+#define HOLD_APPEND(...) do { \
+		if (len < sizeof(text)) \
+			len += (size_t)snprintf(text + len, sizeof(text) - len, __VA_ARGS__); \
+	} while (0)
+	if (json)
+		pr_arr_open("holders", NULL);
+	for (size_t i = 0; i < h->n; i++) {
+		const struct sp_hold *x = &h->v[i];
+
+		if (!sp_hold_matches(x, e))
+			continue;
+		if (x->kind == SP_HOLD_MAP)
+			mapped++;
+		if (json) {
+			pr_obj_open(NULL);
+			pr_u64("pid", NULL, (uint64_t)x->pid);
+			pr_str("comm", NULL, x->comm);
+			pr_str("kind", NULL, sp_hold_kind_name(x->kind));
+			if (x->fd >= 0)
+				pr_u64("fd", NULL, (uint64_t)x->fd);
+			if (x->kind == SP_HOLD_DMABUF_FD || x->kind == SP_HOLD_DMABUF_MAP)
+				pr_u64("dmabuf_ino", NULL, x->ino);
+			pr_obj_close();
+		} else if (x->fd >= 0) {
+			HOLD_APPEND("%s%d(%s) %s %d", len ? ", " : "", x->pid,
+				    x->comm, sp_hold_kind_name(x->kind), x->fd);
+		} else {
+			HOLD_APPEND("%s%d(%s) %s", len ? ", " : "", x->pid,
+				    x->comm, sp_hold_kind_name(x->kind));
+		}
+	}
+	if (json) {
+		pr_arr_close();
+		pr_arr_open("dmabufs_unheld", NULL);
+	}
+	for (uint32_t i = 0; i < e->nr_dmabuf_inos; i++) {
+		if (sp_dmabuf_held(h, e->dmabuf_inos[i]))
+			continue;
+		if (json)
+			pr_u64(NULL, NULL, e->dmabuf_inos[i]);
+		else
+			HOLD_APPEND("%sdma-buf ino %llu: no process holds an fd or mapping of it (in flight in a unix socket, or held by the kernel: an importer such as an MR)",
+				    len ? ", " : "", (unsigned long long)e->dmabuf_inos[i]);
+	}
+	if (json) {
+		pr_arr_close();
+		/* holders among these are not named: only root sees all */
+		pr_u64("unreadable_processes", NULL, h->unreadable);
+	}
+	if (e->map_count > mapped) {
+		if (json)
+			pr_u64("mappings_unattributed", NULL, e->map_count - mapped);
+		else
+			HOLD_APPEND("%s%u mapping(s) not attributed (handle freed, or a process not readable)",
+				    len ? ", " : "", e->map_count - mapped);
+	}
+#undef HOLD_APPEND
+	if (!json)
+		pr_str("holders", "HOLDERS", len ? text : "-");
+}
 
 static int print_buf(const struct sp_buf_entry *e, void *arg)
 {
@@ -478,6 +634,9 @@ static int print_buf(const struct sp_buf_entry *e, void *arg)
 	pr_bool("exported", "EXPORTED", e->exported);
 	pr_u64("dmabufs", "DMABUFS", e->exports);
 	pr_u64("attachments", "ATTACHED", e->attachments);
+	pr_str("comm", "COMM", e->comm[0] ? e->comm : "?");
+	pr_u64("handle", "HANDLE", e->handle);
+	print_holders(e, &l->h);
 	pr_obj_close();
 	return 0;
 }
@@ -508,15 +667,20 @@ static int cmd_buf_show(int argc, char **argv)
 	}
 	if (open_ctl(&ctl))
 		return 1;
+	sp_holders_scan(&l.h);
 	pr_arr_open(NULL, NULL);
 	ret = sp_ctl_bufs(ctl, pid, print_buf, &l);
 	pr_arr_close();
 	pr_done();
 	sp_ctl_close(ctl);
+	sp_holders_free(&l.h);
 	if (ret < 0)
 		return fail();
 	if (!json && !l.any)
 		printf("no buffers\n");
+	if (!json && l.h.unreadable)
+		printf("(%u processes' fds and maps not readable: holders among them are not named; run as root to see every holder)\n",
+		       l.h.unreadable);
 	if (!json && !has_cap(CAP_SYS_ADMIN))
 		printf("(yours only: the module lists every user's buffers to CAP_SYS_ADMIN)\n");
 	return 0;

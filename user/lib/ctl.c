@@ -313,6 +313,26 @@ static void parse_buf_attrs(struct nlattr **tb, struct sp_buf_entry *e)
 	e->exports = tb[STRIXPEER_A_BUF_EXPORTS] ? nla_get_u32(tb[STRIXPEER_A_BUF_EXPORTS]) : 0;
 	e->attachments = tb[STRIXPEER_A_BUF_ATTACHMENTS] ?
 		nla_get_u32(tb[STRIXPEER_A_BUF_ATTACHMENTS]) : 0;
+	if (tb[STRIXPEER_A_BUF_COMM])
+		snprintf(e->comm, sizeof(e->comm), "%s",
+			 nla_get_string(tb[STRIXPEER_A_BUF_COMM]));
+	e->handle = get_u32(tb[STRIXPEER_A_BUF_HANDLE]);
+}
+
+/* DMABUF_INO repeats (one per live dma-buf): parse_buf_attrs() keeps one. */
+static void parse_buf_inos(struct nlmsghdr *nlh, struct sp_buf_entry *e)
+{
+	struct nlattr *a;
+	int rem;
+
+	nla_for_each_attr(a, genlmsg_attrdata(nlmsg_data(nlh), 0),
+			  genlmsg_attrlen(nlmsg_data(nlh), 0), rem) {
+		if (nla_type(a) != STRIXPEER_A_BUF_DMABUF_INO ||
+		    e->nr_dmabuf_inos == sizeof(e->dmabuf_inos) / sizeof(e->dmabuf_inos[0]) ||
+		    nla_len(a) != sizeof(uint64_t))
+			continue;
+		e->dmabuf_inos[e->nr_dmabuf_inos++] = nla_get_u64(a);
+	}
 }
 
 struct sp_buf_walk {
@@ -329,6 +349,24 @@ static int parse_buf(struct nlattr **tb, void *arg)
 	return w->cb(&e, w->arg);
 }
 
+/* Like sp_on_valid() with parse_buf(), plus the repeated DMABUF_INO. */
+static int sp_on_buf(struct nl_msg *msg, void *arg)
+{
+	struct sp_req *r = arg;
+	struct sp_buf_walk *w = r->arg;
+	struct nlattr *tb[STRIXPEER_A_BUF_MAX + 1];
+	struct sp_buf_entry e;
+
+	if (r->stop)
+		return NL_OK;
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, STRIXPEER_A_BUF_MAX, NULL) < 0)
+		return NL_OK;
+	parse_buf_attrs(tb, &e);
+	parse_buf_inos(nlmsg_hdr(msg), &e);
+	r->stop = w->cb(&e, w->arg);
+	return NL_OK;
+}
+
 int sp_ctl_bufs(struct sp_ctl *ctl, uint32_t pid,
 		int (*cb)(const struct sp_buf_entry *e, void *arg), void *arg)
 {
@@ -342,7 +380,7 @@ int sp_ctl_bufs(struct sp_ctl *ctl, uint32_t pid,
 		nlmsg_free(msg);
 		return sp_fail(ENOMEM, "out of memory");
 	}
-	return sp_transact(ctl, msg, &r, "buffer list", NULL);
+	return sp_transact(ctl, msg, &r, "buffer list", sp_on_buf);
 }
 
 struct sp_buf_copy {
@@ -372,12 +410,13 @@ static int buf_get(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e,
 		nlmsg_free(msg);
 		return sp_fail(ENOMEM, "out of memory");
 	}
-	return sp_transact(ctl, msg, &r, "buffer", NULL);
+	return sp_transact(ctl, msg, &r, "buffer", sp_on_buf);
 }
 
 /*
  * STRIXPEER_1.1's struct sp_buf_entry ended after @exported: programs built
- * against it get that much (sp_ctl_buf_get@STRIXPEER_1.1); STRIXPEER_1.3
+ * against it get that much (sp_ctl_buf_get@STRIXPEER_1.1), STRIXPEER_1.3's
+ * up to @attachments; STRIXPEER_1.5
  * callers get the whole struct. Builds without symbol versions (the
  * sanitizer test builds) only have the latter.
  */
@@ -389,8 +428,16 @@ int sp_ctl_buf_get_v11(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e)
 }
 __asm__(".symver sp_ctl_buf_get_v11, sp_ctl_buf_get@STRIXPEER_1.1");
 
+/* STRIXPEER_1.3's struct ended after @attachments. */
 int sp_ctl_buf_get_v13(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e);
 int sp_ctl_buf_get_v13(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e)
+{
+	return buf_get(ctl, id, e, offsetof(struct sp_buf_entry, comm));
+}
+__asm__(".symver sp_ctl_buf_get_v13, sp_ctl_buf_get@STRIXPEER_1.3");
+
+int sp_ctl_buf_get_v15(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e);
+int sp_ctl_buf_get_v15(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e)
 #else
 int sp_ctl_buf_get(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e)
 #endif
@@ -398,7 +445,7 @@ int sp_ctl_buf_get(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e)
 	return buf_get(ctl, id, e, sizeof(*e));
 }
 #ifdef SP_SYMVER
-__asm__(".symver sp_ctl_buf_get_v13, sp_ctl_buf_get@@STRIXPEER_1.3");
+__asm__(".symver sp_ctl_buf_get_v15, sp_ctl_buf_get@@STRIXPEER_1.5");
 #endif
 
 static int parse_stats(struct nlattr **tb, void *arg)

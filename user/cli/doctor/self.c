@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "doctor.h"
+#include "../holders.h"
 #include "strixpeer.h"
 
 struct installed {
@@ -255,6 +256,62 @@ static void check_device(struct dr_ctx *c, bool loaded)
 	}
 }
 
+/*
+ * Live only: what keeps the module in use, so that an rmmod (a DKMS
+ * upgrade's) that would fail says who to stop. Open /dev/strixpeer files
+ * (fds and mappings, from /proc), live dma-bufs of buffers and PeerDirect
+ * registrations each hold a module reference.
+ */
+static void check_in_use(struct dr_ctx *c)
+{
+	struct sp_peer_counters pc = { 0 };
+	struct sp_counters sc = { 0 };
+	struct sp_holders h;
+	struct dr_result *r;
+	struct sp_ctl *ctl;
+	char who[512] = "";
+	size_t len = 0;
+	int64_t refcnt;
+
+	if (dr_read_s64(c, &refcnt, "/sys/module/strixpeer/refcnt"))
+		return;
+	if (sp_ctl_open(&ctl) == 0) {
+		sp_ctl_stats(ctl, &sc);
+		sp_ctl_peer_stats(ctl, &pc);
+		sp_ctl_close(ctl);
+	}
+	sp_holders_scan(&h);
+	for (size_t i = 0; i < h.n && len < sizeof(who); i++) {
+		const struct sp_hold *x = &h.v[i];
+
+		if (x->kind == SP_HOLD_FD && !x->buf_id)
+			len += (size_t)snprintf(who + len, sizeof(who) - len, "%spid %d (%s) fd %d",
+						len ? ", " : "", x->pid, x->comm, x->fd);
+		else if (x->kind == SP_HOLD_MAP)
+			len += (size_t)snprintf(who + len, sizeof(who) - len, "%spid %d (%s) mapping",
+						len ? ", " : "", x->pid, x->comm);
+	}
+	if (!refcnt) {
+		dr_add(c, DR_C_STRIXPEER, "in_use", "", DR_PASS,
+		       "not in use: rmmod strixpeer would succeed");
+	} else {
+		r = dr_add(c, DR_C_STRIXPEER, "in_use", "", DR_INFO,
+			   "in use (refcount %lld), rmmod strixpeer would fail: /dev/strixpeer held by %s; %llu dma-bufs of buffers alive; %llu PeerDirect registrations%s",
+			   (long long)refcnt, who[0] ? who : "no process seen",
+			   (unsigned long long)sc.dmabuf_exports,
+			   (unsigned long long)pc.registrations,
+			   h.unreadable ? "; some processes not readable (run as root to see all)" : "");
+		dr_advise(r, "stop those processes (strixpeerctl buf show names each buffer's holders) before rmmod or a DKMS upgrade");
+		dr_int(r, "refcnt", refcnt);
+		dr_int(r, "open_fds", h.dev_fds);
+		dr_int(r, "dmabufs_alive", (int64_t)sc.dmabuf_exports);
+		dr_int(r, "peer_registrations", (int64_t)pc.registrations);
+		dr_int(r, "unreadable_processes", h.unreadable);
+		dr_str(r, "holders", who);
+	}
+	sp_holders_free(&h);
+}
+
 void dr_check_strixpeer(struct dr_ctx *c)
 {
 	char running[128] = "", modver[64] = "", srcver[64] = "", abi[128], why[256];
@@ -316,4 +373,6 @@ void dr_check_strixpeer(struct dr_ctx *c)
 			dr_advise(r, "install module and library of the same release");
 	}
 	check_device(c, loaded);
+	if (c->live && loaded)
+		check_in_use(c);
 }
