@@ -471,6 +471,58 @@ static void remove_copy(const char *dir)
 	CHECK(system(cmd) == 0, "%s", cmd);
 }
 
+/* A copy of @fixture whose /etc/os-release is @osrel ("" for none). */
+static struct dr_ctx *run_on_os(const char *fixture, const char *osrel, char *root, size_t len)
+{
+	char dir[PATH_MAX + 8];
+	struct dr_ctx *c;
+
+	copy_fixture(fixture, root, len);
+	if (osrel[0]) {
+		dr_fmt(dir, sizeof(dir), "%s/etc", root);
+		CHECK(mkdir(dir, 0755) == 0 || errno == EEXIST, "%s: %s", dir, strerror(errno));
+		write_file(root, "etc/os-release", osrel);
+	}
+	c = run(root);
+	return c;
+}
+
+#define OS_FEDORA "NAME=\"Fedora Linux\"\nID=fedora\nVERSION_ID=43"
+#define OS_UBUNTU "NAME=\"Ubuntu\"\nID=ubuntu\nID_LIKE=debian\nVERSION_ID=\"24.04\""
+#define OS_DEBIAN "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian"
+
+static void advice_follows_the_distribution(void)
+{
+	static const struct {
+		const char *os, *headers, *group, *sm;
+	} want[] = {
+		{ OS_DEBIAN, "apt install linux-headers-6.18.5-amd64", "adduser <user> rdma", "apt install opensm" },
+		{ OS_UBUNTU, "apt install linux-headers-6.18.5-amd64", "adduser <user> rdma", "apt install opensm" },
+		{ OS_FEDORA, "dnf install kernel-devel-6.18.5-amd64", "usermod -aG rdma <user>", "dnf install opensm" },
+		{ "", "or dnf install kernel-devel-6.18.5-amd64 (Fedora)", "usermod -aG rdma <user> (adduser", "or dnf install opensm (Fedora)" },
+	};
+	char root[PATH_MAX];
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct dr_ctx *c = run_on_os("kernel-update-noheaders", want[i].os, root, sizeof(root));
+		const struct dr_result *r = expect(c, "strixpeer.install", "6.18.5-amd64", DR_WARN,
+						   want[i].headers);
+
+		if (strstr(want[i].os, "fedora"))
+			CHECK(!strstr(r->advice, "apt "), "apt advice on Fedora: %s", r->advice);
+		dr_ctx_free(c);
+		remove_copy(root);
+		c = run_on_os("dev-0600", want[i].os, root, sizeof(root));
+		expect(c, "strixpeer.device", NULL, DR_FAIL, want[i].group);
+		dr_ctx_free(c);
+		remove_copy(root);
+		c = run_on_os("ib-no-sm", want[i].os, root, sizeof(root));
+		expect(c, "rdma.port", "mlx4_0/1", DR_FAIL, want[i].sm);
+		dr_ctx_free(c);
+		remove_copy(root);
+	}
+}
+
 #define PORT0 "sys/class/infiniband/mlx5_0/ports/1/"
 
 static void counters_growth(const char *file, const char *before, const char *after,
@@ -806,6 +858,7 @@ static const struct tap_case cases[] = {
 	TAP_CASE(module_missing_fails_with_advice),
 	TAP_CASE(kernel_update_without_dkms_build),
 	TAP_CASE(device_node_0600_refuses_users),
+	TAP_CASE(advice_follows_the_distribution),
 	TAP_CASE(counters_symbol_errors_growing_warn),
 	TAP_CASE(counters_sequence_errors_growing_warn),
 	TAP_CASE(counters_link_downed_growing_fail),

@@ -155,6 +155,18 @@ unsigned int dr_parse_milli(const char *s, const char *suffix);
 int dr_cmdline_has(const struct dr_ctx *c, const char *param, char *val, size_t len);
 int dr_kernel_release(const struct dr_ctx *c, char *out, size_t len);
 int dr_kver_cmp(const char *a, const char *b);
+/*
+ * The distribution, from the sysroot's /etc/os-release (ID, ID_LIKE): the
+ * package manager and names the advice gives. DR_OS_UNKNOWN: both.
+ */
+enum dr_os { DR_OS_UNKNOWN, DR_OS_DEBIAN, DR_OS_FEDORA };
+enum dr_os dr_os(const struct dr_ctx *c);
+/* "apt install PKG" / "dnf install PKG" / both; PKG the same on both */
+void dr_os_install(const struct dr_ctx *c, char *out, size_t len, const char *pkg);
+/* the kernel headers DKMS needs: linux-headers-KVER / kernel-devel-KVER */
+void dr_os_headers(const struct dr_ctx *c, char *out, size_t len, const char *kver);
+/* adding USER to GROUP: adduser / usermod -aG */
+void dr_os_addgroup(const struct dr_ctx *c, char *out, size_t len, const char *group);
 void dr_fmt_bytes(char *out, size_t len, uint64_t v);
 void dr_fmt(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -434,3 +434,98 @@ void dr_fmt(char *out, size_t len, const char *fmt, ...)
 	vsnprintf(out, len, fmt, ap);
 	va_end(ap);
 }
+
+/* One os-release variable's value, unquoted, or "" */
+static void os_var(const char *text, const char *var, char *out, size_t len)
+{
+	size_t n = strlen(var);
+	const char *p;
+
+	out[0] = 0;
+	for (p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		const char *v, *e;
+
+		if (strncmp(p, var, n) || p[n] != '=')
+			continue;
+		v = p + n + 1;
+		if (*v == '"' || *v == '\'')
+			v++;
+		e = v + strcspn(v, "\"'\n");
+		dr_fmt(out, len, "%.*s", (int)(e - v), v);
+		return;
+	}
+}
+
+static bool os_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+	const char *p;
+
+	for (p = list; (p = strstr(p, word)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == 0 || p[n] == ' '))
+			return true;
+	return false;
+}
+
+enum dr_os dr_os(const struct dr_ctx *c)
+{
+	char text[DR_ATTR_MAX], id[128], like[256];
+
+	if (dr_read(c, text, sizeof(text), "/etc/os-release") < 0 &&
+	    dr_read(c, text, sizeof(text), "/usr/lib/os-release") < 0)
+		return DR_OS_UNKNOWN;
+	os_var(text, "ID", id, sizeof(id));
+	os_var(text, "ID_LIKE", like, sizeof(like));
+	if (os_word(id, "debian") || os_word(id, "ubuntu") || os_word(like, "debian") ||
+	    os_word(like, "ubuntu"))
+		return DR_OS_DEBIAN;
+	if (os_word(id, "fedora") || os_word(like, "fedora") || os_word(id, "rhel") ||
+	    os_word(like, "rhel"))
+		return DR_OS_FEDORA;
+	return DR_OS_UNKNOWN;
+}
+
+void dr_os_install(const struct dr_ctx *c, char *out, size_t len, const char *pkg)
+{
+	switch (dr_os(c)) {
+	case DR_OS_DEBIAN:
+		dr_fmt(out, len, "apt install %s", pkg);
+		break;
+	case DR_OS_FEDORA:
+		dr_fmt(out, len, "dnf install %s", pkg);
+		break;
+	default:
+		dr_fmt(out, len, "apt install %s (Debian, Ubuntu) or dnf install %s (Fedora)",
+		       pkg, pkg);
+	}
+}
+
+void dr_os_headers(const struct dr_ctx *c, char *out, size_t len, const char *kver)
+{
+	switch (dr_os(c)) {
+	case DR_OS_DEBIAN:
+		dr_fmt(out, len, "apt install linux-headers-%s", kver);
+		break;
+	case DR_OS_FEDORA:
+		dr_fmt(out, len, "dnf install kernel-devel-%s", kver);
+		break;
+	default:
+		dr_fmt(out, len, "apt install linux-headers-%s (Debian, Ubuntu) or dnf install kernel-devel-%s (Fedora)",
+		       kver, kver);
+	}
+}
+
+void dr_os_addgroup(const struct dr_ctx *c, char *out, size_t len, const char *group)
+{
+	switch (dr_os(c)) {
+	case DR_OS_DEBIAN:
+		dr_fmt(out, len, "adduser <user> %s", group);
+		break;
+	case DR_OS_FEDORA:
+		dr_fmt(out, len, "usermod -aG %s <user>", group);
+		break;
+	default:
+		dr_fmt(out, len, "usermod -aG %s <user> (adduser <user> %s on Debian, Ubuntu)",
+		       group, group);
+	}
+}

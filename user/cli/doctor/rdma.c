@@ -261,7 +261,11 @@ static void check_port(struct dr_ctx *c, struct dr_port *p)
 				dr_raise(r, DR_FAIL);
 				dr_set_summary(r, "%s; sm_lid 0x0: no subnet manager has swept the link",
 							 r->summary);
-				dr_advise(r, "no subnet manager: start opensm (needed even back to back): apt install opensm && systemctl enable --now opensm, on one node of the fabric");
+				char sm_pkg[160];
+
+				dr_os_install(c, sm_pkg, sizeof(sm_pkg), "opensm");
+				dr_advise(r, "no subnet manager: start opensm (needed even back to back): %s, then systemctl enable --now opensm, on one node of the fabric",
+					  sm_pkg);
 				return;
 			}
 			dr_raise(r, DR_WARN);

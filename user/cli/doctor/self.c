@@ -151,9 +151,12 @@ static void check_install(struct dr_ctx *c, const char *running, bool loaded,
 			dr_set_summary(r, "kernel %s is installed but has no strixpeer module: booting it leaves the node without strixpeer (a kernel update without a DKMS build)",
 				       kvers[i]);
 		}
-		if (!dr_exists(c, "/lib/modules/%s/build", kvers[i]))
-			dr_advise(r, "apt install linux-headers-%s (DKMS then builds strixpeer for it)",
-				  kvers[i]);
+		if (!dr_exists(c, "/lib/modules/%s/build", kvers[i])) {
+			char hdr[256];
+
+			dr_os_headers(c, hdr, sizeof(hdr), kvers[i]);
+			dr_advise(r, "%s (DKMS then builds strixpeer for it)", hdr);
+		}
 		if (dr_exists(c, "/var/lib/dkms/strixpeer"))
 			dr_advise(r, "dkms autoinstall -k %s", kvers[i]);
 		else
@@ -247,10 +250,14 @@ static void check_device(struct dr_ctx *c, bool loaded)
 		r->status = DR_FAIL;
 		dr_set_summary(r, "%s: uid %u may not open it, so it cannot allocate strixpeer buffers",
 			       r->summary, uid);
+		char add[160];
+
+		dr_os_addgroup(c, add, sizeof(add), (st.st_mode & 060) ? grp : "rdma");
 		if (!(st.st_mode & 060))
-			dr_advise(r, "install the udev rule (strixpeer-dkms ships /lib/udev/rules.d/60-strixpeer.rules: group rdma, mode 0660), udevadm trigger, then adduser <user> rdma and log in again");
+			dr_advise(r, "install the udev rule (strixpeer-dkms ships /lib/udev/rules.d/60-strixpeer.rules: group rdma, mode 0660), udevadm trigger, then %s and log in again",
+				  add);
 		else
-			dr_advise(r, "adduser <user> %s and log in again", grp);
+			dr_advise(r, "%s and log in again", add);
 	} else {
 		dr_set_summary(r, "%s: this caller (uid %u) may open it", r->summary, uid);
 	}
@@ -338,9 +345,14 @@ void dr_check_strixpeer(struct dr_ctx *c)
 		dr_set_summary(r, "strixpeer is not loaded (library %s)", libver);
 		if (run_in.found)
 			dr_advise(r, "modprobe strixpeer (strixpeer-dkms also loads it at boot through /usr/lib/modules-load.d/strixpeer.conf)");
-		else
-			dr_advise(r, "install it for this kernel (apt install strixpeer-dkms linux-headers-%s, or make dkms-install), then modprobe strixpeer",
-				  running[0] ? running : "$(uname -r)");
+		else {
+			char hdr[256], pkg[256];
+
+			dr_os_headers(c, hdr, sizeof(hdr), running[0] ? running : "$(uname -r)");
+			dr_os_install(c, pkg, sizeof(pkg), "strixpeer-dkms");
+			dr_advise(r, "install it for this kernel (%s; %s; or make dkms-install), then modprobe strixpeer",
+				  pkg, hdr);
+		}
 	} else {
 		dr_set_summary(r, "strixpeer %s loaded (library %s)", modver[0] ? modver : "?", libver);
 		dr_str(r, "version", modver);
