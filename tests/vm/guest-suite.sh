@@ -182,6 +182,12 @@ for t in "${tests[@]}"; do
 		gcase ok "$t" "# SKIP user-space check: runs on the non-debug kernels"
 		continue
 	fi
+	# the CLI under valgrind (user-space memory errors; ~1 min) once, on
+	# 6.12: the module's netlink side is netlink's on every kernel
+	if [ "$t" = cli ] && [ -z "$explicit" ] && [ "${kver_major_minor:=$(uname -r | cut -d. -f1,2)}" != 6.12 ]; then
+		gcase ok "$t" "# SKIP the CLI checks run on 6.12 (netlink covers this kernel's module)"
+		continue
+	fi
 	case $t in
 	cli) run_tap cli tests/cli-guest.sh || rc=1 ;;
 	doctor) run_tap doctor tests/doctor/guest.sh "$pdko" || rc=1 ;;	# strixpeerctl doctor, live
