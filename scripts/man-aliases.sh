@@ -3,7 +3,7 @@
 #
 #   man-aliases.sh <man page dir> <version script>
 #
-# Prints "function:page" for every function the library exports (the
+# Prints "function:page", once, for every function the library exports (the
 # version script's names) that has no page of its own: the section 3 page
 # whose NAME line lists it, else libstrixpeer.3. 'make install' makes each
 # an alias (a .so link: 'man sp_buf_alloc' shows libstrixpeer(3)); the
@@ -11,7 +11,8 @@
 set -eu
 dir=$1
 map=$2
-for f in $(sed -n 's/^[[:space:]]*\(sp_[a-z0-9_]*\);.*/\1/p' "$map"); do
+# a function in two version nodes (a new default version) is listed once
+for f in $(sed -n 's/^[[:space:]]*\(sp_[a-z0-9_]*\);.*/\1/p' "$map" | sort -u); do
 	[ -e "$dir/$f.3" ] && continue
 	page=libstrixpeer.3
 	for p in "$dir"/*.3; do

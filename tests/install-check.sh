@@ -35,7 +35,7 @@ expected() {
 		lib/systemd/system/strixpeer-monitor.service
 	for f in docs/man/*.3; do echo "share/man/man3/${f##*/}"; done
 	for f in docs/man/*.8; do echo "share/man/man8/${f##*/}"; done
-	sed -n 's/^[[:space:]]*\(sp_[a-z0-9_]*\);.*/\1/p' user/lib/libstrixpeer.map |
+	sed -n 's/^[[:space:]]*\(sp_[a-z0-9_]*\);.*/\1/p' user/lib/libstrixpeer.map | sort -u |
 		while read -r f; do [ -e "docs/man/$f.3" ] || echo "share/man/man3/$f.3"; done
 }
 
