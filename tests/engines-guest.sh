@@ -91,15 +91,24 @@ baseline
 allocs0=$(spstat allocs)
 v0=$(tx veth0)
 v1=$(tx veth1)
-UCX_NET_DEVICES=rxe1:1 timeout 300 $ex/ucx_put -l 13377 > "$out/ucx-target.log" 2>&1 &
+# line-buffered, so that a run the timeout ends shows how far it got
+UCX_NET_DEVICES=rxe1:1 timeout 300 stdbuf -oL -eL $ex/ucx_put -l 13377 > "$out/ucx-target.log" 2>&1 &
 tpid=$!
 listening 13377
-UCX_NET_DEVICES=rxe0:1 timeout 300 $ex/ucx_put 198.18.0.2 13377 $((64 * MiB)) \
+UCX_NET_DEVICES=rxe0:1 timeout 300 stdbuf -oL -eL $ex/ucx_put 198.18.0.2 13377 $((64 * MiB)) \
 	> "$out/ucx-initiator.log" 2>&1
 irc=$?
 wait $tpid
 trc=$?
 diag "$out/ucx-initiator.log" "$out/ucx-target.log"
+if [ $irc -eq 124 ] || [ $trc -eq 124 ]; then
+	# a stall: the QPs' state and rxe's counters say which side waits
+	echo "# ucx_put timed out (initiator exit $irc, target $trc); rdma res show qp:"
+	rdma res show qp 2>&1 | sed 's/^/#   /' | head -n 40
+	for d in rxe0 rxe1; do
+		echo "# $d counters: $(rdma statistic show link "$d/1" 2>&1 | tr -s ' ' | head -c 900)"
+	done
+fi
 [ $irc -eq 0 ] && [ $trc -eq 0 ] &&
 	[ "$(grep -c 'put and got back, every byte verified' "$out/ucx-initiator.log")" -eq 8 ] &&
 	grep -q '^initiator: 67108864 bytes put and got back' "$out/ucx-initiator.log"
