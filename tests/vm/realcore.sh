@@ -18,14 +18,8 @@ order="ib_core ib_cm iw_cm rdma_cm ib_uverbs rdma_ucm rdma_rxe"
 stack="rdma_ucm ib_umad rdma_rxe siw ib_uverbs rdma_cm iw_cm ib_cm ib_core"
 
 die() { echo "realcore.sh: $*" >&2; exit 1; }
-
-links_down() {
-	local l
-	for l in rxe0 rxe1; do
-		[ -e /sys/class/infiniband/$l ] && { rdma link delete $l || return 1; }
-	done
-	return 0
-}
+# shellcheck source=tests/vm/rxe-links.sh
+. "$(dirname "$0")/rxe-links.sh"
 
 stack_out() {
 	local m
@@ -33,19 +27,6 @@ stack_out() {
 		[ -d "/sys/module/$m" ] || continue
 		modprobe -r "$m" || { echo "realcore.sh: $m does not unload:" >&2; lsmod >&2; return 1; }
 	done
-}
-
-links_up() {
-	local g
-	rdma link add rxe0 type rxe netdev veth0 && rdma link add rxe1 type rxe netdev veth1 || return 1
-	for _ in $(seq 600); do	# at most 60 s
-		g=$(cat /sys/class/infiniband/rxe0/ports/1/gids/1 \
-			/sys/class/infiniband/rxe1/ports/1/gids/1 2>/dev/null | tr '\n' ' ')
-		case $g in *ffff:c612:0001*ffff:c612:0002*) return 0 ;; esac
-		sleep 0.1
-	done
-	echo "realcore.sh: GIDs did not appear in 60 s: $g" >&2
-	return 1
 }
 
 case ${1:-} in
@@ -57,7 +38,7 @@ load)
 	. "$dir/env"
 	[ -f "$REALCORE_FIXTURE/ib_uverbs.ko" ] || die "no fixture at $REALCORE_FIXTURE"
 	[ -f "$REALCORE_RXE" ] || die "no patched rxe at $REALCORE_RXE"
-	links_down || die "rxe links do not go away"
+	rxe_links_down || die "rxe links do not go away"
 	stack_out || die "Debian's RDMA stack does not unload"
 	# what rdma_cm and rdma_rxe need; configfs (rdma_cm's configfs
 	# interface) only where the kernel has it: the debug kernel does not
@@ -73,13 +54,13 @@ load)
 	done
 	grep -q ' ib_register_peer_memory_client	\[ib_uverbs\]' /proc/kallsyms ||
 		die "ib_uverbs does not export the peer API"
-	links_up || die "rxe0/rxe1 do not come back"
+	rxe_links_up || die "rxe0/rxe1 do not come back"
 	insmod "$dir/pd/strixpeer.ko" "$@" || die "strixpeer (built against the fixture) does not load"
 	echo "realcore.sh: real core loaded: $REALCORE_FIXTURE, rxe $REALCORE_RXE"
 	;;
 unload)
 	if [ -d /sys/module/strixpeer ]; then rmmod strixpeer || die "strixpeer does not unload"; fi
-	links_down || die "rxe links do not go away"
+	rxe_links_down || die "rxe links do not go away"
 	stack_out || die "the real stack does not unload"
 	;;
 *)

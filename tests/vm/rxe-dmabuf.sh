@@ -18,31 +18,12 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 prov=/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
 
 die() { echo "rxe-dmabuf.sh: $*" >&2; exit 1; }
-
-links_down() {
-	local l
-	for l in rxe0 rxe1; do
-		[ -e /sys/class/infiniband/$l ] && { rdma link delete $l || return 1; }
-	done
-	return 0
-}
+# shellcheck source=tests/vm/rxe-links.sh
+. "$(dirname "$0")/rxe-links.sh"
 
 rxe_out() {
 	[ -d /sys/module/rdma_rxe ] || return 0
 	rmmod rdma_rxe || { echo "rxe-dmabuf.sh: rdma_rxe does not unload:" >&2; lsmod >&2; return 1; }
-}
-
-links_up() {
-	local g
-	rdma link add rxe0 type rxe netdev veth0 && rdma link add rxe1 type rxe netdev veth1 || return 1
-	for _ in $(seq 600); do	# at most 60 s
-		g=$(cat /sys/class/infiniband/rxe0/ports/1/gids/1 \
-			/sys/class/infiniband/rxe1/ports/1/gids/1 2>/dev/null | tr '\n' ' ')
-		case $g in *ffff:c612:0001*ffff:c612:0002*) return 0 ;; esac
-		sleep 0.1
-	done
-	echo "rxe-dmabuf.sh: GIDs did not appear in 60 s: $g" >&2
-	return 1
 }
 
 case ${1:-} in
@@ -54,21 +35,21 @@ load)
 	[ -f "$RXE_DMABUF_KO" ] || die "no patched rxe at $RXE_DMABUF_KO"
 	[ -f "$RXE_DMABUF_PROVIDER" ] || die "no patched provider at $RXE_DMABUF_PROVIDER"
 	[ -f "$prov" ] || die "no $prov (ibverbs-providers not installed?)"
-	links_down || die "rxe links do not go away"
+	rxe_links_down || die "rxe links do not go away"
 	rxe_out || die "Debian's rdma_rxe does not unload"
 	modprobe -a ib_uverbs udp_tunnel ip6_udp_tunnel || die "rdma_rxe's dependencies do not load"
 	insmod "$RXE_DMABUF_KO" || die "$RXE_DMABUF_KO does not load"
-	links_up || die "rxe0/rxe1 do not come back"
+	rxe_links_up || die "rxe0/rxe1 do not come back"
 	mountpoint -q "$prov" || mount --bind "$RXE_DMABUF_PROVIDER" "$prov" ||
 		die "cannot bind $RXE_DMABUF_PROVIDER over $prov"
 	echo "rxe-dmabuf.sh: loaded $RXE_DMABUF_KO, provider $RXE_DMABUF_PROVIDER"
 	;;
 unload)
 	if mountpoint -q "$prov"; then umount "$prov" || die "cannot unmount $prov"; fi
-	links_down || die "rxe links do not go away"
+	rxe_links_down || die "rxe links do not go away"
 	rxe_out || die "the patched rdma_rxe does not unload"
 	modprobe rdma_rxe || die "Debian's rdma_rxe does not load again"
-	links_up || die "rxe0/rxe1 do not come back on Debian's rxe"
+	rxe_links_up || die "rxe0/rxe1 do not come back on Debian's rxe"
 	echo "rxe-dmabuf.sh: Debian's rdma_rxe and provider are back"
 	;;
 *)
