@@ -85,6 +85,109 @@ else
 	record fail "host/build_examples_Werror" "see $out/build-examples.log"
 	tail -n 20 "$out/build-examples.log"
 fi
+# promtool checks strixpeerctl's Prometheus output inside the VM.
+SP_PROMTOOL=$(tests/fetch-promtool.sh) || SP_PROMTOOL=
+export SP_PROMTOOL
+
+echo "== kernels"
+if ! tests/vm/kernels.sh fetch > "$out/kernels.log" 2>&1; then
+	record fail "host/fetch_kernels" "see $out/kernels.log"
+	tail -n 20 "$out/kernels.log"
+fi
+mapfile -t kernels < <(tests/vm/kernels.sh list 2> /dev/null)
+
+[ ${#kernels[@]} -gt 0 ] || record fail "host/kernels_available" "tests/vm/kernels.sh list is empty"
+
+# The amdkfd stand-in for the engine tests' kernels (tests/engines-guest.sh:
+# SP_ENGINES_KERNELS), built here in seconds rather than in the VM.
+for k in "${kernels[@]}"; do
+	read -r name kver _ <<< "$k"
+	[[ " ${SP_ENGINES_KERNELS:-6.12 sid} " == *" $name "* ]] || continue
+	[ -z "${SP_KERNELS:-}" ] || [[ " $SP_KERNELS " == *" $name "* ]] || continue
+	if tests/build-amdkfd-stub.sh "$kver" > "$out/amdkfd-stub-$name.log" 2>&1; then
+		record ok "$name/build_amdkfd_stub_W=1_no_warnings"
+	else
+		record fail "$name/build_amdkfd_stub_W=1_no_warnings" "see $out/amdkfd-stub-$name.log"
+	fi
+done
+
+want=${SP_KERNELS:-}
+# One job per kernel (build the modules with W=1, boot, run the suite) and
+# one for provisioning, SP_VM_JOBS (default 2) at a time: each VM is
+# single-threaded TCG, so two keep both cores of a 2-core machine busy.
+# The first job (a debug kernel: the longest) starts now, beside the rest of
+# the host checks, which keep the other core busy; the others start once the
+# host checks are done. Results are recorded in a fixed order once every
+# job has finished. The host checks below must not rebuild anything in
+# build/ that the VM runs (it reads the checkout live): everything it runs
+# was built above.
+jobs=()
+for k in "${kernels[@]}"; do
+	read -r name _ <<< "$k"
+	if [ -n "$want" ] && ! [[ " $want " == *" $name "* ]]; then
+		continue
+	fi
+	case $name in debug-*) jobs=("$k" "${jobs[@]}") ;; *) jobs+=("$k") ;; esac
+done
+[ "${SP_PROVISION:-1}" = 0 ] || jobs+=("provision")
+# Longest first after the debug kernels, so that the two lanes end
+# together (idle timings: 6.12 7 min, sid 6, provisioning 4, 6.1 3.5).
+ordered=()
+for w in 'debug-*' 6.12 sid provision '*'; do
+	for j in "${jobs[@]}"; do
+		# shellcheck disable=SC2053 # $w is a pattern
+		[[ ${j%% *} == $w ]] || continue
+		[[ " ${ordered[*]-} " == *" ${j%% *} "* ]] && continue
+		ordered+=("$j")
+	done
+done
+jobs=("${ordered[@]}")
+
+kernel_job() {	# kernel_job <name> <kver>: build, boot, test; leaves $vout/job-rc
+	local name=$1 kver=$2 bdir=$repo/build/kmod/$2 vout=$out/vm-$1 t0 vrc
+	mkdir -p "$vout"
+	# strixpeer without and with the peer-memory API, sp_peersim, sp_gpusim
+	if ! tests/vm/build-module.sh "$kver" W=1 > "$vout/build.txt" 2>&1 ||
+		grep -q 'warning:' "$bdir/build.log" "$bdir/peersim/build.log" \
+			"$bdir/pd/build.log"; then
+		echo build > "$vout/job-rc"
+		return
+	fi
+	t0=$(date +%s)
+	# shellcheck disable=SC2086
+	tests/vm/run-vm.sh --quiet --timeout 2400 "$kver" "$vout" -- \
+		tests/vm/guest-suite.sh "$bdir/strixpeer.ko" ${SP_TESTS:-} > "$vout/run-vm.txt" 2>&1
+	vrc=$?
+	echo "$name: VM run took $(( $(date +%s) - t0 )) s (exit $vrc)" > "$vout/vm-time.txt"
+	echo "$vrc" > "$vout/job-rc"
+}
+
+provision_job() {
+	local t0
+	t0=$(date +%s)
+	tests/vm/provision.sh "$out/provision" > "$out/provision.txt" 2>&1
+	echo "provision: $(( $(date +%s) - t0 )) s in all" > "$out/provision-time.txt"
+}
+
+start_job() {	# start_job <job>: in the background
+	local name kver
+	if [ "$1" = provision ]; then
+		provision_job &
+	else
+		read -r name kver _ <<< "$1"
+		kernel_job "$name" "$kver" &
+	fi
+}
+
+echo "== kernels and provisioning, ${SP_VM_JOBS:-2} at a time once the host checks are done: $(for j in "${jobs[@]}"; do printf '%s ' "${j%% *}"; done)"
+running=0
+if [ ${#jobs[@]} -gt 0 ]; then
+	echo "== ${jobs[0]%% *} starts beside the host checks"
+	start_job "${jobs[0]}"
+	running=1
+fi
+
+echo "== host checks, continued"
 if [ -f ../shared/tools/checkpatch/checkpatch.pl ]; then
 	if perl ../shared/tools/checkpatch/checkpatch.pl --no-tree --terse -q -f \
 		tests/kmod/amdkfd_stub/*.c > "$out/checkpatch-amdkfd-stub.log" 2>&1; then
@@ -139,97 +242,24 @@ record_tap "host/systemd-check" "$out/systemd-check.tap"
 tests/kernels-cache-check.sh > "$out/kernels-cache-check.tap" 2>&1
 record_tap "host/kernels-cache-check" "$out/kernels-cache-check.tap"
 
-# promtool checks strixpeerctl's Prometheus output inside the VM.
-SP_PROMTOOL=$(tests/fetch-promtool.sh) || SP_PROMTOOL=
-export SP_PROMTOOL
-
-echo "== kernels"
-if ! tests/vm/kernels.sh fetch > "$out/kernels.log" 2>&1; then
-	record fail "host/fetch_kernels" "see $out/kernels.log"
-	tail -n 20 "$out/kernels.log"
-fi
-mapfile -t kernels < <(tests/vm/kernels.sh list 2> /dev/null)
-
 # Where the PeerDirect build finds OFED's symbols (6.12's headers).
 tests/kbuild-ofed-check.sh > "$out/kbuild-ofed-check.tap" 2>&1
 record_tap "host/kbuild-ofed-check" "$out/kbuild-ofed-check.tap"
-[ ${#kernels[@]} -gt 0 ] || record fail "host/kernels_available" "tests/vm/kernels.sh list is empty"
 
-# The amdkfd stand-in for the engine tests' kernels (tests/engines-guest.sh:
-# SP_ENGINES_KERNELS), built here in seconds rather than in the VM.
-for k in "${kernels[@]}"; do
-	read -r name kver _ <<< "$k"
-	[[ " ${SP_ENGINES_KERNELS:-6.12 sid} " == *" $name "* ]] || continue
-	[ -z "${SP_KERNELS:-}" ] || [[ " $SP_KERNELS " == *" $name "* ]] || continue
-	if tests/build-amdkfd-stub.sh "$kver" > "$out/amdkfd-stub-$name.log" 2>&1; then
-		record ok "$name/build_amdkfd_stub_W=1_no_warnings"
-	else
-		record fail "$name/build_amdkfd_stub_W=1_no_warnings" "see $out/amdkfd-stub-$name.log"
-	fi
-done
-
-want=${SP_KERNELS:-}
-# One job per kernel (build the modules with W=1, boot, run the suite) and
-# one for provisioning, SP_VM_JOBS (default 2) at a time: each VM is
-# single-threaded TCG, so two keep both cores of a 2-core machine busy.
-# The debug kernels take longest and start first. Results are recorded in
-# a fixed order once every job has finished.
-jobs=()
-for k in "${kernels[@]}"; do
-	read -r name kver root <<< "$k"
-	if [ -n "$want" ] && ! [[ " $want " == *" $name "* ]]; then
-		continue
-	fi
-	case $name in debug-*) jobs=("$k" "${jobs[@]}") ;; *) jobs+=("$k") ;; esac
-done
-[ "${SP_PROVISION:-1}" = 0 ] || jobs+=("provision")
-
-kernel_job() {	# kernel_job <name> <kver>: build, boot, test; leaves $vout/job-rc
-	local name=$1 kver=$2 bdir=$repo/build/kmod/$2 vout=$out/vm-$1 t0 vrc
-	mkdir -p "$vout"
-	# strixpeer without and with the peer-memory API, sp_peersim, sp_gpusim
-	if ! tests/vm/build-module.sh "$kver" W=1 > "$vout/build.txt" 2>&1 ||
-		grep -q 'warning:' "$bdir/build.log" "$bdir/peersim/build.log" \
-			"$bdir/pd/build.log"; then
-		echo build > "$vout/job-rc"
-		return
-	fi
-	t0=$(date +%s)
-	# shellcheck disable=SC2086
-	tests/vm/run-vm.sh --quiet --timeout 2400 "$kver" "$vout" -- \
-		tests/vm/guest-suite.sh "$bdir/strixpeer.ko" ${SP_TESTS:-} > "$vout/run-vm.txt" 2>&1
-	vrc=$?
-	echo "$name: VM run took $(( $(date +%s) - t0 )) s (exit $vrc)" > "$vout/vm-time.txt"
-	echo "$vrc" > "$vout/job-rc"
-}
-
-provision_job() {
-	local t0
-	t0=$(date +%s)
-	tests/vm/provision.sh "$out/provision" > "$out/provision.txt" 2>&1
-	echo "provision: $(( $(date +%s) - t0 )) s in all" > "$out/provision-time.txt"
-}
-
-echo "== kernels and provisioning, ${SP_VM_JOBS:-2} at a time: $(for j in "${jobs[@]}"; do printf '%s ' "${j%% *}"; done)"
-running=0
-for j in "${jobs[@]}"; do
+for j in "${jobs[@]:1}"; do
 	if [ "$running" -ge "${SP_VM_JOBS:-2}" ]; then
 		wait -n
 		running=$((running - 1))
 	fi
-	if [ "$j" = provision ]; then
-		provision_job &
-	else
-		read -r name kver root <<< "$j"
-		kernel_job "$name" "$kver" &
-	fi
+	start_job "$j"
 	running=$((running + 1))
 done
 wait
+echo "== every VM job done: $(( $(date +%s) - start_all )) s"
 
 for j in "${jobs[@]}"; do
 	[ "$j" = provision ] && continue
-	read -r name kver root <<< "$j"
+	read -r name kver _ <<< "$j"
 	vout=$out/vm-$name
 	bdir=$repo/build/kmod/$kver
 	echo "== kernel $name ($kver)"
