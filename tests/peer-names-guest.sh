@@ -15,8 +15,18 @@
 #   says why in dmesg, netlink and strixpeerctl status, and moves data
 #   without PeerDirect ($SP_OUT/peer-names-clash.tap, gpu_import over rxe);
 # - unloaded, the default name comes back.
-# Expects sp_peersim and pd/strixpeer.ko (default name) loaded and leaves
-# them so. Prints TAP; logs in $SP_OUT/engines/.
+# Those three on a core that publishes memory_peers (sp_peersim
+# memory_peers_sysfs=1: OFED built for a kernel that exports mm_kobj, such
+# as Debian's 6.1). On a kernel that does not (6.12, 7.x), OFED's core has
+# no sysfs and compares no names (../shared/peermem/README.md), which is
+# sp_peersim's default there; then:
+# - with the stand-in registered first, strixpeer registers as amdkfd too,
+#   PeerDirect is active, nothing is published, the core lists both in
+#   registration order, and a GPU buffer the stand-in declines is
+#   strixpeer's ($SP_OUT/peer-names-both.tap).
+# Expects sp_peersim (this kernel's default sysfs) and pd/strixpeer.ko
+# (default name) loaded and leaves them so. Prints TAP; logs in
+# $SP_OUT/engines/.
 set -u
 sim=$1
 pdko=$2
@@ -43,6 +53,13 @@ loaded() { [ -d "/sys/module/$1" ]; }
 keep=()
 [ -r /sys/module/strixpeer/parameters/claim_gem_drivers ] &&
 	keep=("claim_gem_drivers=$(cat /sys/module/strixpeer/parameters/claim_gem_drivers)")
+simp=/sys/module/sp_peersim/parameters
+sim_args=("semantics=$(cat $simp/semantics)" "max_seg_size=$(cat $simp/max_seg_size)")
+sim_default=$(cat $simp/memory_peers_sysfs)	# what OFED does on this kernel
+reload_sim() {	# reload_sim <memory_peers_sysfs>: strixpeer and the stub unloaded
+	rmmod sp_peersim && insmod "$sim" "${sim_args[@]}" memory_peers_sysfs="$1" &&
+		[ "$(cat $simp/memory_peers_sysfs)" = "$1" ]
+}
 names() {	# names <program tap> <holder>: build/tests/peer_names
 	SP_PEER_NAME=amdkfd SP_PEER_HOLDER=$2 timeout 300 build/tests/peer_names \
 		> "$SP_OUT/$1.tap" 2>&1
@@ -68,9 +85,13 @@ else
 fi
 result $? "amdkfd_stand_in_builds_W1_clean"
 
+# A core with sysfs, for the tools that look there.
+rmmod strixpeer && { [ "$sim_default" = 1 ] || reload_sim 1; }
+result $? "core_with_memory_peers_in_sysfs_loads"
+
 # strixpeer takes the name.
 m=$(mark)
-rmmod strixpeer && insmod "$pdko" "${keep[@]}" peer_client_name=amdkfd &&
+insmod "$pdko" "${keep[@]}" peer_client_name=amdkfd &&
 	[ "$(cat $param)" = amdkfd ] &&
 	since "$m" | grep -q "strixpeer: PeerDirect client 'amdkfd' registered"
 result $? "loads_with_peer_client_name_amdkfd"
@@ -113,8 +134,36 @@ rmmod strixpeer && rmmod sp_amdkfd_stub && insmod "$pdko" "${keep[@]}" &&
 	[ -f $peers/strixpeer/version ] && [ ! -e $peers/amdkfd ]
 result $? "unloads_and_default_name_returns"
 
+# The core OFED builds for this kernel when it exports no mm_kobj.
+if [ "$sim_default" = 1 ]; then
+	for c in core_without_sysfs_loads stand_in_and_strixpeer_both_register_as_amdkfd \
+		no_memory_peers_directory_without_sysfs back_to_the_default_name_without_sysfs; do
+		result 0 "$c" "this kernel exports mm_kobj: OFED's core publishes memory_peers here (the cases above)"
+	done
+else
+	rmmod strixpeer && reload_sim 0 && [ ! -e $peers ]
+	result $? "core_without_sysfs_loads"
+	m=$(mark)
+	insmod "$stub/sp_amdkfd_stub.ko" 2>> "$out/stub-insmod.log" &&
+		insmod "$pdko" "${keep[@]}" peer_client_name=amdkfd 2> "$out/insmod-both.log" &&
+		since "$m" > "$out/dmesg-both.txt" &&
+		grep -q "strixpeer: PeerDirect client 'amdkfd' registered" "$out/dmesg-both.txt" &&
+		! grep -q "already registered" "$out/dmesg-both.txt"
+	result $? "stand_in_and_strixpeer_both_register_as_amdkfd"
+	sed 's/^/# /' "$out/dmesg-both.txt"
+	[ ! -e $peers ]
+	result $? "no_memory_peers_directory_without_sysfs"
+	names peer-names-both both || prc=1	# its own TAP file
+	rmmod strixpeer && rmmod sp_amdkfd_stub && insmod "$pdko" "${keep[@]}"
+	result $? "back_to_the_default_name_without_sysfs"
+fi
+
 # Whatever failed above: leave the modules as found.
 loaded sp_amdkfd_stub && { rmmod strixpeer 2> /dev/null; rmmod sp_amdkfd_stub; }
+if [ "$(cat $simp/memory_peers_sysfs)" != "$sim_default" ]; then
+	rmmod strixpeer 2> /dev/null
+	reload_sim "$sim_default" || echo "# sp_peersim could not be loaded again as it was"
+fi
 loaded strixpeer && [ "$(cat $param)" != strixpeer ] && rmmod strixpeer
 loaded strixpeer || insmod "$pdko" "${keep[@]}"
 echo "1..$n"

@@ -15,6 +15,13 @@
  *	another client (ROCm's, played by sp_amdkfd_stub) held the name
  *	first: strixpeer loaded without PeerDirect, netlink gives the reason
  *	naming the client, nothing is claimed, and buffers still work.
+ * Both on a core with /sys/kernel/mm/memory_peers (memory_peers_sysfs=1:
+ * OFED built where mm_kobj is exported). On a core without (OFED on 6.12
+ * and later, the default there), names are not compared:
+ *   SP_PEER_NAME=amdkfd SP_PEER_HOLDER=both
+ *	the other client registered first and strixpeer second, both as
+ *	amdkfd, in that order; no memory_peers directory; PeerDirect is
+ *	active and a GPU buffer the other client declines is strixpeer's.
  */
 #include "sp_test.h"
 #include "dmabuf_util.h"
@@ -38,8 +45,19 @@ static int held_by_strixpeer(void)
 	return !h || strcmp(h, "other") != 0;
 }
 
-/* The core's entry for @n: how many clients have that name, and flags. */
-static unsigned int core_clients_named(const char *n, uint32_t *flags)
+/* Both clients registered under one name (a core without sysfs). */
+static int both(void)
+{
+	const char *h = getenv("SP_PEER_HOLDER");
+
+	return h && !strcmp(h, "both");
+}
+
+/*
+ * The core's entries named @n, in registration order: how many, and the
+ * flags of the first two (flags[1] is left alone when there is one).
+ */
+static unsigned int core_clients_named(const char *n, uint32_t flags[2])
 {
 	struct peersim_client cl[16];
 	uint32_t count = 16;
@@ -50,8 +68,9 @@ static unsigned int core_clients_named(const char *n, uint32_t *flags)
 	for (uint32_t i = 0; i < count && i < 16; i++) {
 		if (strcmp(cl[i].name, n))
 			continue;
+		if (found < 2)
+			flags[found] = cl[i].flags;
 		found++;
-		*flags = cl[i].flags;
 	}
 	close(fd);
 	return found;
@@ -61,29 +80,46 @@ static unsigned int core_clients_named(const char *n, uint32_t *flags)
 static void test_memory_peers_version_file(void)
 {
 	char path[256], line[64] = "", mine[32];
+	uint32_t flags[2] = { 0, 0 };
+	int sysfs = peersim_has_sysfs();
 	struct sp_version v;
-	uint32_t flags = 0;
 	struct stat st;
 	FILE *f;
 
+	CHECK(sysfs == 0 || sysfs == 1, "memory_peers_sysfs reads %d", sysfs);
+	if (both()) {
+		/* names are not compared, and nothing is published */
+		CHECK(!sysfs, "SP_PEER_HOLDER=both on a core with sysfs");
+		CHECK(stat("/sys/kernel/mm/memory_peers", &st) < 0 && errno == ENOENT,
+		      "/sys/kernel/mm/memory_peers exists on a core without sysfs");
+		CHECK(core_clients_named(name(), flags) == 2, "the core does not list '%s' twice",
+		      name());
+		CHECK(!(flags[0] & PEERSIM_CLIENT_EX) && (flags[1] & PEERSIM_CLIENT_EX),
+		      "'%s' is not the other client's then strixpeer's (flags %#x, %#x)", name(),
+		      flags[0], flags[1]);
+		tap_diag("two clients named %s, the other's first; RCCL finds no "
+			 "memory_peers/%s/version here and decides by its probe", name(), name());
+		return;
+	}
+	CHECK(sysfs, "this case needs a core with sysfs (memory_peers_sysfs=1)");
 	snprintf(path, sizeof(path), "/sys/kernel/mm/memory_peers/%s/version", name());
 	f = fopen(path, "re");
 	CHECK(f, "%s: %s", path, strerror(errno));
 	CHECK(fgets(line, sizeof(line), f) && line[0] != '\n', "%s is empty", path);
 	fclose(f);
 	line[strcspn(line, "\n")] = '\0';
-	CHECK(core_clients_named(name(), &flags) == 1, "the core does not list '%s' once", name());
+	CHECK(core_clients_named(name(), flags) == 1, "the core does not list '%s' once", name());
 	CHECK_OK(sp_dev_version(sp_test_dev(), &v));
 	snprintf(mine, sizeof(mine), "%u.%u.%u", v.module_major, v.module_minor, v.module_patch);
 	if (held_by_strixpeer()) {
 		/* strixpeer registers the extended form; ROCm's client does not */
-		CHECK(flags & PEERSIM_CLIENT_EX, "'%s' is not strixpeer's registration", name());
+		CHECK(flags[0] & PEERSIM_CLIENT_EX, "'%s' is not strixpeer's registration", name());
 		CHECK(!strcmp(line, mine), "version '%s', strixpeer is %s", line, mine);
 		if (strcmp(name(), "strixpeer"))
 			CHECK(stat("/sys/kernel/mm/memory_peers/strixpeer", &st) < 0 && errno == ENOENT,
 			      "memory_peers/strixpeer exists too");
 	} else {
-		CHECK(!(flags & PEERSIM_CLIENT_EX), "'%s' is strixpeer's, not the other client's",
+		CHECK(!(flags[0] & PEERSIM_CLIENT_EX), "'%s' is strixpeer's, not the other client's",
 		      name());
 		tap_diag("memory_peers/%s/version is the other client's: %s", name(), line);
 	}
@@ -118,7 +154,8 @@ static void test_netlink_reports_the_name(void)
  */
 static void test_gpu_registration(void)
 {
-	int64_t before = peersim_peer_stat(name(), "num_alloc_mrs");
+	/* the per-client counters are in sysfs only; -1 without */
+	int64_t before = both() ? -1 : peersim_peer_stat(name(), "num_alloc_mrs");
 	struct peersim_reg_mr r;
 	struct sp_import *imp;
 	struct sp_xbuf x;
@@ -138,7 +175,29 @@ static void test_gpu_registration(void)
 	CHECK_OK(peersim_reg_mr(fd, x.map, REG_LEN, PEERSIM_ACCESS_WRITE, &r));
 	CHECK(r.path == PEERSIM_PATH_PEER && !strcmp(r.client, name()),
 	      "path %u, client '%s'", r.path, r.client);
-	CHECK(peersim_peer_stat(name(), "num_alloc_mrs") == before + 1, "num_alloc_mrs");
+	if (both()) {
+		uint32_t flags[2] = { 0, 0 };
+		struct peersim_client cl[16];
+		uint32_t count = 16, mine = 0, other = 0, seen = 0;
+		int cfd = peersim_test_open();
+
+		/* claimed by strixpeer (extended form), not by the first amdkfd */
+		CHECK(core_clients_named(name(), flags) == 2, "two '%s' clients", name());
+		CHECK_OK(peersim_clients(cfd, cl, &count));
+		close(cfd);
+		for (uint32_t i = 0; i < count && i < 16; i++) {
+			if (strcmp(cl[i].name, name()))
+				continue;
+			if (seen++ == 0)
+				other = cl[i].live_mrs;
+			else
+				mine = cl[i].live_mrs;
+		}
+		CHECK(mine == 1 && other == 0, "live MRs: strixpeer's %u, the other's %u", mine,
+		      other);
+	} else {
+		CHECK(peersim_peer_stat(name(), "num_alloc_mrs") == before + 1, "num_alloc_mrs");
+	}
 	src = malloc(REG_LEN);
 	CHECK(src, "malloc");
 	sp_fill(src, REG_LEN, 0, 13);

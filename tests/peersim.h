@@ -223,6 +223,25 @@ static inline uint32_t peersim_reg_dmabuf(int fd, int dmabuf_fd, uint64_t offset
 }
 
 /*
+ * Whether sp_peersim publishes /sys/kernel/mm/memory_peers: 1 or 0 as its
+ * memory_peers_sysfs parameter reads back after load (a core built where
+ * mm_kobj is exported, or not: see tests/kmod/peersim.c), -1 when it is
+ * not loaded.
+ */
+static inline int peersim_has_sysfs(void)
+{
+	FILE *f = fopen("/sys/module/sp_peersim/parameters/memory_peers_sysfs", "re");
+	int v = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/*
  * A counter of /sys/kernel/mm/memory_peers/<client>/<attr>; -1 with errno
  * when it cannot be read.
  */

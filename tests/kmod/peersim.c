@@ -9,14 +9,28 @@
  *
  *  - the core: it exports the two registration functions with the real
  *    ABI (peer_mem_abi.h), keeps the clients in registration order,
- *    publishes /sys/kernel/mm/memory_peers/<name>/, and registers "MRs" the
- *    way ib_umem_get() + ib_peer_umem_get() do: pin with GUP first, and ask
- *    the clients (first claim wins) only when that fails;
+ *    publishes /sys/kernel/mm/memory_peers/<name>/ where OFED would (see
+ *    memory_peers_sysfs below), and registers "MRs" the way ib_umem_get() +
+ *    ib_peer_umem_get() do: pin with GUP first, and ask the clients (first
+ *    claim wins) only when that fails;
  *  - the HCA: a platform device whose struct device the DMA API maps for,
  *    which performs "DMA" into and out of registered MRs through the DMA
  *    addresses it was given (translated back with dma_to_phys(): the VMs
  *    these tests run in have no IOMMU), and which is fenced against
  *    invalidation the way mlx5 revokes an mkey.
+ *
+ * sysfs and names, as OFED's core decides them: OFED adds
+ * /sys/kernel/mm/memory_peers/<name>/ only when its configure finds mm_kobj
+ * exported (HAVE_MM_KOBJ_EXPORTED: Debian's 6.1 exports it; 6.12 and sid's
+ * 7.x do not), and there kobject_add() refuses a second client of the same
+ * name. Without it the core has no sysfs and never compares names: two
+ * clients may register as "amdkfd", and are asked in registration order
+ * (../shared/peermem/README.md: the 6.12 port, checked in the VM).
+ * memory_peers_sysfs=-1 (the default) does what OFED built for this kernel
+ * does (the build looks for mm_kobj in the kernel's Module.symvers, as
+ * OFED's configure does); 1 models a core with sysfs on any kernel, for
+ * the tests of tools that look for memory_peers/<name>/version (RCCL);
+ * 0 one without.
  *
  * Two core behaviours are implemented, chosen at load time with the
  * "semantics" parameter:
@@ -89,11 +103,12 @@
  *    mapping, or DMA segments too short for the range fail the
  *    registration with EINVAL and a message naming the client;
  *  - a client without get_page_size() is refused at registration (real
- *    cores call it unconditionally), and so is a duplicate name (with a
- *    message, where a real core fails in sysfs with a warning);
- *  - memory_peers/<name> stays until the unregistration has finished, so
- *    that a client re-registering under its name meanwhile is refused
- *    rather than colliding in sysfs;
+ *    cores call it unconditionally), and so is, with sysfs, a duplicate
+ *    name (with a message, where a real core fails in sysfs with a
+ *    warning);
+ *  - with sysfs, memory_peers/<name> stays until the unregistration has
+ *    finished, so that a client re-registering under its name meanwhile is
+ *    refused rather than colliding in sysfs;
  *  - the invalidate callback asserts might_sleep() even for an unknown
  *    core_context;
  *  - the per-client dereg counters count what the registration counted
@@ -173,6 +188,17 @@ static char *semantics = "modern";
 module_param(semantics, charp, 0444);
 MODULE_PARM_DESC(semantics,
 		 "Core behaviour: \"modern\" (Ubuntu/current OFED) or \"legacy\" (older MLNX_OFED); read at load");
+
+#ifdef PSIM_MM_KOBJ_EXPORTED
+#define PSIM_SYSFS_DEFAULT	1
+#else
+#define PSIM_SYSFS_DEFAULT	0
+#endif
+static int memory_peers_sysfs = -1;
+module_param(memory_peers_sysfs, int, 0444);
+MODULE_PARM_DESC(memory_peers_sysfs,
+		 "Publish /sys/kernel/mm/memory_peers/<name>/ and refuse duplicate names: -1 as OFED does on this kernel (only where mm_kobj is exported), 1 always, 0 never; read at load, then reads back 0 or 1");
+static bool psim_sysfs;
 
 static unsigned int max_seg_size;
 module_param(max_seg_size, uint, 0444);
@@ -544,8 +570,9 @@ static int psim_invalidate(void *reg_handle, u64 core_context);
  *	callback, and the client is then only asked for registrations that
  *	support invalidation
  *
- * Clients are asked in registration order. A client whose name is already
- * registered (or still being unregistered) is refused.
+ * Clients are asked in registration order. With sysfs (psim_sysfs), a
+ * client whose name is already registered (or still being unregistered)
+ * is refused; without, names are not compared, as on OFED's core there.
  *
  * Context: process context; takes the client-list mutex.
  * Return: the handle to pass to the invalidate callback and to
@@ -578,6 +605,8 @@ void *ib_register_peer_memory_client(const struct peer_memory_client *peer_clien
 	xa_init_flags(&c->mrs, XA_FLAGS_ALLOC);
 
 	mutex_lock(&psim_clients_lock);
+	if (!psim_sysfs)
+		goto no_sysfs;
 	list_for_each_entry(other, &psim_clients, node) {
 		if (!strcmp(other->name, c->name)) {
 			pr_err("peer memory client %s is already registered\n",
@@ -597,6 +626,7 @@ void *ib_register_peer_memory_client(const struct peer_memory_client *peer_clien
 		pr_err("peer memory client %s: sysfs: %d\n", c->name, ret);
 		goto out_peers;
 	}
+no_sysfs:
 	/*
 	 * If the peer wants the invalidate callback, every registration it
 	 * serves must support invalidation.
@@ -656,7 +686,7 @@ void ib_unregister_peer_memory_client(void *reg_handle)
 	list_del(&c->node);
 	pr_info("peer memory client %s unregistered\n", c->name);
 	kobject_put(&c->kobj);
-	if (list_empty(&psim_clients)) {
+	if (list_empty(&psim_clients) && psim_peers_kobj) {
 		kobject_put(psim_peers_kobj);
 		psim_peers_kobj = NULL;
 	}
@@ -2366,8 +2396,14 @@ static int __init psim_init(void)
 		pr_err("semantics=%s: must be modern or legacy\n", semantics);
 		return -EINVAL;
 	}
-	psim_mm_kobj = psim_find_mm_kobj();
-	if (!psim_mm_kobj) {
+	if (memory_peers_sysfs < -1 || memory_peers_sysfs > 1) {
+		pr_err("memory_peers_sysfs=%d: must be -1, 0 or 1\n", memory_peers_sysfs);
+		return -EINVAL;
+	}
+	psim_sysfs = memory_peers_sysfs < 0 ? PSIM_SYSFS_DEFAULT : memory_peers_sysfs;
+	memory_peers_sysfs = psim_sysfs;	/* the parameter reads back the choice */
+	psim_mm_kobj = psim_sysfs ? psim_find_mm_kobj() : NULL;
+	if (psim_sysfs && !psim_mm_kobj) {
 		pr_err("/sys/kernel/mm not found\n");
 		return -ENOENT;
 	}
@@ -2388,9 +2424,10 @@ static int __init psim_init(void)
 	ret = misc_register(&psim_misc);
 	if (ret)
 		goto out_device;
-	pr_info("%s semantics, max DMA segment %u bytes\n",
+	pr_info("%s semantics, max DMA segment %u bytes, %s\n",
 		psim_legacy ? "legacy" : "modern",
-		dma_get_max_seg_size(psim_dev));
+		dma_get_max_seg_size(psim_dev),
+		psim_sysfs ? "memory_peers in sysfs" : "no sysfs (names not compared)");
 	return 0;
 
 out_device:
