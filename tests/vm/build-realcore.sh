@@ -3,7 +3,8 @@
 # core in Debian 6.12's RDMA modules (the fixture in ../shared/peermem/,
 # third-party GPL code: built and loaded, never copied into the tree), an
 # rxe patched to ask the peer core as mlx5 does (tests/kmod/rxe-peer/), and
-# strixpeer built against the fixture's Module.symvers, as on an OFED node.
+# strixpeer built against the fixture's Module.symvers, as on an OFED node,
+# and the stand-in for ROCm's amdkfd client (tests/kmod/amdkfd_stub/) too.
 #
 #   build-realcore.sh <kver> [make args...]     e.g. W=1
 #
@@ -14,7 +15,8 @@
 #                                when there is none for <kver>)
 #   rxe-<kver>-<hash>/rdma_rxe.ko the patched rxe
 #   src/                         linux-source-6.12 (apt-get download) and its rxe
-# Not cached (it is this checkout's code): build/kmod/<kver>/realcore/strixpeer.ko.
+# Not cached (it is this checkout's code): build/kmod/<kver>/realcore/pd/strixpeer.ko
+# and build/kmod/<kver>/realcore/amdkfd-stub/sp_amdkfd_stub.ko.
 # Writes build/kmod/<kver>/realcore/env (REALCORE_FIXTURE=, REALCORE_RXE=) for
 # tests/vm/realcore.sh. Exits 0 with "unsupported" on stdout for kernels
 # that are not 6.12.117 (the patch and the fixture are for 6.12.117 only).
@@ -124,6 +126,21 @@ if ! make -C "$kdir" M="$out/pd" SP_PEER_SYMVERS="$fix/Module.symvers" "$@" modu
 fi
 if grep -q 'warning:' "$out/pd/build.log"; then
 	echo "build-realcore.sh: strixpeer build warns, see $out/pd/build.log" >&2
+	exit 1
+fi
+# 4. The stand-in for ROCm's own "amdkfd" client (tests/kmod/amdkfd_stub/),
+# linked against the real core's symbols as ROCm's DKMS driver would be.
+mkdir -p "$out/amdkfd-stub"
+cp tests/kmod/amdkfd_stub/sp_amdkfd_stub.c tests/kmod/peer_mem_abi.h "$out/amdkfd-stub/"
+echo 'obj-m := sp_amdkfd_stub.o' > "$out/amdkfd-stub/Kbuild"
+if ! make -C "$kdir" M="$out/amdkfd-stub" KBUILD_EXTRA_SYMBOLS="$fix/Module.symvers" "$@" modules \
+	> "$out/amdkfd-stub/build.log" 2>&1; then
+	echo "build-realcore.sh: sp_amdkfd_stub build failed, see $out/amdkfd-stub/build.log" >&2
+	tail -n 20 "$out/amdkfd-stub/build.log" >&2
+	exit 1
+fi
+if grep -q 'warning:' "$out/amdkfd-stub/build.log"; then
+	echo "build-realcore.sh: sp_amdkfd_stub build warns, see $out/amdkfd-stub/build.log" >&2
 	exit 1
 fi
 {

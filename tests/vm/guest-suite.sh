@@ -264,6 +264,30 @@ if [ -n "$with_peer" ]; then
 			rc=1
 		fi
 		run_tap peer-realcore build/tests/peer_realcore || rc=1
+		# Beside ROCm's own client (the stand-in, registered first),
+		# strixpeer under the same name: this core compares no names, so
+		# both register, and it asks them in registration order: the
+		# stand-in declines the GPU ranges, strixpeer claims them.
+		stub=$realcore/amdkfd-stub/sp_amdkfd_stub.ko
+		if rmmod strixpeer > "$out/realcore-amdkfd.log" 2>&1 &&
+			insmod "$stub" >> "$out/realcore-amdkfd.log" 2>&1 &&
+			insmod "$realcore/pd/strixpeer.ko" $pd_args peer_client_name=amdkfd \
+				>> "$out/realcore-amdkfd.log" 2>&1 &&
+			grep -qx amdkfd /sys/module/strixpeer/parameters/peer_client_name; then
+			gcase ok "realcore_strixpeer_registers_as_amdkfd_beside_rocm_client"
+			run_tap peer-realcore-beside-amdkfd build/tests/peer_realcore || rc=1
+			asked=$(cat /sys/module/sp_amdkfd_stub/parameters/asked 2>/dev/null)
+			if [ "${asked:-0}" -gt 0 ]; then
+				gcase ok "realcore_rocm_client_asked_first_and_declined" "# asked $asked times"
+			else
+				gcase "not ok" "realcore_rocm_client_asked_first_and_declined" "# asked ${asked:-?} times"
+				rc=1
+			fi
+		else
+			gcase "not ok" "realcore_strixpeer_registers_as_amdkfd_beside_rocm_client" "# see realcore-amdkfd.log"
+			rc=1
+		fi
+		{ rmmod strixpeer; rmmod sp_amdkfd_stub; } >> "$out/realcore-amdkfd.log" 2>&1
 		if tests/vm/realcore.sh unload > "$out/realcore-unload.log" 2>&1; then
 			gcase ok "realcore_unloads"
 		else

@@ -6,12 +6,16 @@
  * a PeerDirect client named "amdkfd", version "1.0", when it is built
  * against a peer-memory core. RCCL, GASNet-EX and others look for exactly
  * /sys/kernel/mm/memory_peers/amdkfd/version. strixpeer can take that name
- * (peer_client_name=amdkfd); when ROCm's client already holds it, the core
- * refuses strixpeer's registration. This module plays ROCm's client for
- * that case against sp_peersim (tests/peer-names-guest.sh): it registers
- * "amdkfd" / "1.0" with the invalidate callback, as ROCm's does, and
- * declines every range, as ROCm's does for memory that is not a KFD
- * buffer object (here there are none).
+ * (peer_client_name=amdkfd); when ROCm's client already holds it, a core
+ * that publishes memory_peers refuses strixpeer's registration, and one
+ * that does not (OFED on 6.12 and later) registers both and asks them in
+ * registration order. This module plays ROCm's client for those cases
+ * against sp_peersim (tests/peer-names-guest.sh) and against OFED's real
+ * core (tests/vm/guest-suite.sh, built by tests/vm/build-realcore.sh): it
+ * registers "amdkfd" / "1.0" with the invalidate callback, as ROCm's does,
+ * and declines every range, as ROCm's does for memory that is not a KFD
+ * buffer object (here there are none). Its "asked" parameter counts the
+ * ranges a core offered it, so a test can tell it was asked.
  *
  * What it does not reproduce: claiming KFD BOs, pinning and DMA-mapping
  * VRAM/GTT, invalidation when a BO is freed or evicted, the
@@ -22,15 +26,29 @@
 #include <linux/errno.h>
 #include <linux/module.h>
 #include <linux/printk.h>
+#include <linux/sysfs.h>
 
 #include "peer_mem_abi.h"
 
 static void *stub_handle;
 static invalidate_peer_memory stub_invalidate;
+static atomic_t stub_asked = ATOMIC_INIT(0);
+
+static int stub_asked_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&stub_asked));
+}
+
+static const struct kernel_param_ops stub_asked_ops = {
+	.get = stub_asked_get,
+};
+module_param_cb(asked, &stub_asked_ops, NULL, 0444);
+MODULE_PARM_DESC(asked, "Ranges a core offered this client's acquire() (it declines them all)");
 
 static int stub_acquire(unsigned long addr, size_t size, void *priv,
 			char *peer_mem_name, void **client_context)
 {
+	atomic_inc(&stub_asked);
 	return 0;	/* not a KFD buffer object: not ours */
 }
 
