@@ -79,6 +79,9 @@ if [ -n "$with_peer" ]; then
 			rc=1
 		fi
 		run_tap peer-noapi build/tests/peer noapi || rc=1
+		# RCCL's GPU-direct decision (tests/rccl_decision.c) with no core:
+		# no memory_peers, Debian's rxe refuses GPU memory: host staging
+		run_tap rccl_decision-stock env SP_RCCL_EXPECT=host build/tests/rccl_decision || rc=1
 		rmmod strixpeer || rc=1
 	else
 		gcase "not ok" "module_without_peer_api_loads"
@@ -195,7 +198,15 @@ for t in "${tests[@]}"; do
 	asan-*)	# the same program built with ASan+UBSan (make user)
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 			run_tap "$t" "build/asan/${t#asan-}" || rc=1 ;;
-	peer) run_peer modern || rc=1 ;;
+	peer)
+		run_peer modern || rc=1
+		# RCCL's decision on the simulated core: its memory_peers where it
+		# publishes them (OFED on kernels exporting mm_kobj), else nothing,
+		# as Debian's rxe asks no peer: host staging
+		rexp=host
+		[ "$(cat /sys/module/sp_peersim/parameters/memory_peers_sysfs)" = 1 ] && rexp=peermem
+		run_tap rccl_decision-peersim env SP_RCCL_EXPECT=$rexp build/tests/rccl_decision || rc=1
+		;;
 	rdma_dmabuf) run_rxe_dmabuf || rc=1 ;;
 	engines) run_tap engines tests/engines-guest.sh "$sim" "$pdko" || rc=1 ;;	# UCX, Open MPI, gpu_import, amdkfd name
 	fuzz)	# tests/fuzz/: short seeded runs (SP_FUZZ_SEEDS, SP_FUZZ_SECONDS); make fuzz runs it long
@@ -264,6 +275,10 @@ if [ -n "$with_peer" ]; then
 			rc=1
 		fi
 		run_tap peer-realcore build/tests/peer_realcore || rc=1
+		# RCCL's decision on the real 6.12 core: no memory_peers at all, so
+		# its probe decides, and the patched rxe asks the core, which
+		# strixpeer answers (zero-change vgem mapping): GDR on every NIC
+		run_tap rccl_decision-realcore env SP_RCCL_EXPECT=probe build/tests/rccl_decision || rc=1
 		# Beside ROCm's own client (the stand-in, registered first),
 		# strixpeer under the same name: this core compares no names, so
 		# both register, and it asks them in registration order: the
