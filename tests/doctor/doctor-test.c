@@ -374,6 +374,88 @@ static void peer_client_clash_with_rocm(void)
 	dr_ctx_free(c);
 }
 
+static const char *obs_str(const struct dr_result *r, const char *key)
+{
+	const struct dr_val *v = dr_get(r, key);
+
+	CHECK(v && v->type == DR_V_STR, "%s %s: no string \"%s\" observed", r->id, r->subject, key);
+	return v->s;
+}
+
+static bool obs_bool(const struct dr_result *r, const char *key)
+{
+	const struct dr_val *v = dr_get(r, key);
+
+	CHECK(v && v->type == DR_V_BOOL, "%s %s: no boolean \"%s\" observed", r->id, r->subject, key);
+	return v->i;
+}
+
+/* RCCL's view of the healthy node: a client in sysfs, a 6.18 config with both options */
+static void rccl_healthy_peermem_and_dmabuf(void)
+{
+	struct dr_ctx *c = run("healthy");
+	const struct dr_result *r;
+
+	r = expect(c, "gpudirect.rccl_peermem", NULL, DR_PASS, NULL);
+	summary_has(r, "/sys/kernel/mm/memory_peers/amdkfd/version");
+	CHECK(!strcmp(obs_str(r, "client"), "amdkfd"), "client %s", obs_str(r, "client"));
+	r = expect(c, "gpudirect.rccl_dmabuf", NULL, DR_PASS, NULL);
+	CHECK(!strcmp(obs_str(r, "source"), "/boot/config-6.18.4-amd64"), "source %s",
+	      obs_str(r, "source"));
+	CHECK(obs_bool(r, "move_notify") && obs_bool(r, "p2pdma"), "both options");
+	r = expect(c, "gpudirect.rccl", NULL, DR_INFO, "NCCL_NET_GDR_LEVEL=PHB");
+	CHECK(!strcmp(obs_str(r, "route"), "dma-buf"), "route %s", obs_str(r, "route"));
+	CHECK(!strcmp(obs_str(r, "env"), "NCCL_NET_GDR_LEVEL=PHB"), "env %s", obs_str(r, "env"));
+	summary_has(r, "not tried on hardware");
+	dr_ctx_free(c);
+}
+
+/* OFED's core on >= 6.4: in kallsyms, no memory_peers sysfs; RCCL probes */
+static void rccl_core_without_sysfs_probes(void)
+{
+	struct dr_ctx *c = run("rccl-core-no-sysfs");
+	const struct dr_result *r = expect(c, "gpudirect.rccl_peermem", NULL, DR_INFO, NULL);
+
+	summary_has(r, "no memory_peers sysfs");
+	summary_has(r, "probe alone");
+	CHECK(!obs_bool(r, "found") && obs_bool(r, "kallsyms_peer_api"), "core, no sysfs");
+	dr_ctx_free(c);
+	c = run("rccl-no-core");
+	r = expect(c, "gpudirect.rccl_peermem", NULL, DR_INFO, NULL);
+	summary_has(r, "probe fails");
+	CHECK(!obs_bool(r, "kallsyms_peer_api"), "no core");
+	dr_ctx_free(c);
+}
+
+/* 7.1: no CONFIG_DMABUF_MOVE_NOTIFY line, dma_buf_invalidate_mappings only */
+static void rccl_kernel_7_1_dmabuf_forced(void)
+{
+	struct dr_ctx *c = run("rccl-kernel-7.1");
+	const struct dr_result *r;
+
+	r = expect(c, "gpudirect.rccl_dmabuf", NULL, DR_WARN, "RCCL_FORCE_ENABLE_DMABUF=1");
+	summary_has(r, "CONFIG_DMABUF_MOVE_NOTIFY=y");
+	summary_has(r, "dma_buf_invalidate_mappings");
+	CHECK(!obs_bool(r, "kernel_ok") && obs_bool(r, "p2pdma"), "move-notify missing only");
+	r = expect(c, "gpudirect.rccl", NULL, DR_INFO, "RCCL_FORCE_ENABLE_DMABUF=1 NCCL_NET_GDR_LEVEL=PHB");
+	dr_ctx_free(c);
+	/* no readable config: RCCL's kallsyms fallback */
+	c = run("rccl-kallsyms-only");
+	r = expect(c, "gpudirect.rccl_dmabuf", NULL, DR_PASS, NULL);
+	CHECK(!strcmp(obs_str(r, "source"), "/proc/kallsyms"), "source %s", obs_str(r, "source"));
+	dr_ctx_free(c);
+}
+
+/* host buffers only (ConnectX-3): the failing dma-buf test is no WARN */
+static void rccl_host_staging_on_mlx4(void)
+{
+	struct dr_ctx *c = run("oculink-cx3");
+	const struct dr_result *r = expect(c, "gpudirect.rccl", NULL, DR_INFO, NULL);
+
+	CHECK(strcmp(obs_str(r, "route"), "dma-buf"), "route %s", obs_str(r, "route"));
+	dr_ctx_free(c);
+}
+
 static void rxe_over_one_lane_thunderbolt(void)
 {
 	struct dr_ctx *c = run("tb-one-lane");
@@ -832,6 +914,10 @@ static void cli_valgrind_clean(void)
 
 static const struct tap_case cases[] = {
 	TAP_CASE(healthy_two_port_node_all_pass),
+	TAP_CASE(rccl_healthy_peermem_and_dmabuf),
+	TAP_CASE(rccl_core_without_sysfs_probes),
+	TAP_CASE(rccl_kernel_7_1_dmabuf_forced),
+	TAP_CASE(rccl_host_staging_on_mlx4),
 	TAP_CASE(connectx3_x4_behind_oculink),
 	TAP_CASE(connectx7_x4_behind_oculink_is_warn),
 	TAP_CASE(accepted_warn_is_info_still_printed),

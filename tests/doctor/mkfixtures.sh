@@ -51,6 +51,9 @@ base() {	# base ROOT [KERNEL]
 		"Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1      3 " \
 		"Node 0, zone   Normal   4794   4452   2591   1939   1186   1251    672    355    196    113  27335 "
 	w "$r/proc/kallsyms" "ffffffff81000000 T _stext" "ffffffff81000100 t ib_register_peer_memory_client"
+	# what RCCL's dma-buf test reads first after /proc/config.gz
+	w "$r/boot/config-$k" "CONFIG_DMA_SHARED_BUFFER=y" "CONFIG_DMABUF_MOVE_NOTIFY=y" \
+		"CONFIG_PCI_P2PDMA=y"
 	w "$r/sys/kernel/mm/transparent_hugepage/enabled" "always [madvise] never"
 	w "$r/sys/devices/system/node/online" "0"
 	w "$r/sys/devices/system/node/node0/cpulist" "0-31"
@@ -290,6 +293,22 @@ rm -rf "$f/sys/kernel/mm/memory_peers/strixpeer"
 f=$out/peer-clash;	base "$f"; strixpeer "$f" 6.18.4-amd64 amdkfd
 rm -rf "$f/sys/kernel/mm/memory_peers/strixpeer"
 w "$f/sys/kernel/mm/memory_peers/amdkfd/version" "1.0"	# ROCm's own
+
+# RCCL's view: an OFED-style core (kallsyms) without memory_peers sysfs
+# (kernels >= 6.4), a kernel without any core, and a 7.1 kernel whose config
+# has no CONFIG_DMABUF_MOVE_NOTIFY line (its dma_buf_invalidate_mappings is
+# what RCCL's kallsyms test would have to look for)
+f=$out/rccl-core-no-sysfs; base "$f"; cx4 "$f"; rm -rf "$f/sys/kernel/mm/memory_peers"
+f=$out/rccl-no-core;	base "$f"; cx4 "$f"; rm -rf "$f/sys/kernel/mm/memory_peers"
+w "$f/proc/kallsyms" "ffffffff81000000 T _stext"
+f=$out/rccl-kernel-7.1;	base "$f" 7.1.0-amd64; cx4 "$f"
+w "$f/boot/config-7.1.0-amd64" "CONFIG_DMA_SHARED_BUFFER=y" "CONFIG_PCI_P2PDMA=y"
+w "$f/proc/kallsyms" "ffffffff81000000 T _stext" "ffffffff81000100 t ib_register_peer_memory_client" \
+	"ffffffff81000200 T dma_buf_invalidate_mappings" "ffffffff81000300 T pci_p2pdma_add_resource"
+# no readable config: RCCL falls back to kallsyms, which has both symbols
+f=$out/rccl-kallsyms-only; base "$f"; cx4 "$f"; rm -f "$f/boot/config-6.18.4-amd64"
+w "$f/proc/kallsyms" "ffffffff81000000 T _stext" "ffffffff81000100 t ib_register_peer_memory_client" \
+	"ffffffff81000200 T dma_buf_move_notify" "ffffffff81000300 T pci_p2pdma_add_resource"
 
 # rxe on a one-lane USB4 link to another host (XDomain 0-1, service 0-1.0)
 f=$out/tb-one-lane;	base "$f"

@@ -182,6 +182,12 @@ void dr_check_iommu(struct dr_ctx *c);
 void dr_check_memory(struct dr_ctx *c);
 void dr_check_gpu(struct dr_ctx *c);
 void dr_check_gpudirect(struct dr_ctx *c);
+/*
+ * stack.c: what RCCL decides (after gpudirect's other results, whose
+ * rccl_level it reads); @dmabuf_nic: 1 a NIC takes dma-buf MRs, 0 none, -1
+ * not known (--sysroot); @any_gpu_nic: a NIC driver that can take GPU memory
+ */
+void dr_check_rccl(struct dr_ctx *c, int dmabuf_nic, bool any_gpu_nic);
 void dr_check_strixpeer(struct dr_ctx *c);
 /* The node facts and every wanted check, in order. */
 void dr_run(struct dr_ctx *c);

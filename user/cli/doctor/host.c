@@ -689,6 +689,8 @@ void dr_check_gpudirect(struct dr_ctx *c)
 			   "no way for the NIC to register GPU memory: no peer-memory core and no device takes dma-buf MRs");
 		dr_advise(r, "use strixpeer buffers for RDMA (export them to HIP with sp_buf_export), or a kernel with the peer-memory API, or a NIC with dma-buf MRs (mlx5)");
 	}
-	if (amd_gpu)
+	if (amd_gpu) {
 		check_gdr_level(c, g, ngpu);
+		dr_check_rccl(c, dmabuf_ok, any_gpu_nic);
+	}
 }
