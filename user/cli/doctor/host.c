@@ -618,7 +618,7 @@ void dr_check_gpudirect(struct dr_ctx *c)
 			dr_advise(r, "see strixpeerctl status (PeerDirect reason) and dmesg | grep strixpeer; rebuild the module against the core's Module.symvers (make module SP_PEER_SYMVERS=...)");
 		} else if (strcmp(name, "amdkfd") && !kfd_client) {
 			r->status = DR_WARN;
-			dr_set_summary(r, "strixpeer's client is registered as \"%s\": RCCL, GASNet-EX, LCI and ctran only look for %s/amdkfd/version and will not use GPU Direct RDMA",
+			dr_set_summary(r, "strixpeer's client is registered as \"%s\": released RCCL, GASNet-EX, LCI and ctran look only for %s/amdkfd/version and will not use GPU Direct RDMA (RCCL's current code accepts any client: gpudirect.rccl_peermem)",
 				       name, PEERS);
 			dr_advise(r, "echo \"options strixpeer peer_client_name=amdkfd\" > /etc/modprobe.d/strixpeer-amdkfd.conf, then rmmod strixpeer && modprobe strixpeer");
 		} else if (strcmp(name, "amdkfd")) {
