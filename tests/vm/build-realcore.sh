@@ -115,34 +115,32 @@ if [ ! -f "$rdir/.done" ]; then
 	touch "$rdir/.done"
 fi
 
+# out_of_tree <what> <dir> [make args...]: one external module build
+# against this kernel, with no warning allowed
+out_of_tree() {
+	local what=$1 dir=$2
+	shift 2
+	if ! make -C "$kdir" M="$dir" "$@" modules > "$dir/build.log" 2>&1; then
+		echo "build-realcore.sh: $what build failed, see $dir/build.log" >&2
+		tail -n 20 "$dir/build.log" >&2
+		exit 1
+	fi
+	if grep -q 'warning:' "$dir/build.log"; then
+		echo "build-realcore.sh: $what build warns, see $dir/build.log" >&2
+		exit 1
+	fi
+}
+
 # 3. strixpeer as an OFED node builds it: against the real core's symbols.
 mkdir -p "$out/pd"
 cp -r Kbuild VERSION kmod include "$out/pd/"
-if ! make -C "$kdir" M="$out/pd" SP_PEER_SYMVERS="$fix/Module.symvers" "$@" modules \
-	> "$out/pd/build.log" 2>&1; then
-	echo "build-realcore.sh: strixpeer build failed, see $out/pd/build.log" >&2
-	tail -n 20 "$out/pd/build.log" >&2
-	exit 1
-fi
-if grep -q 'warning:' "$out/pd/build.log"; then
-	echo "build-realcore.sh: strixpeer build warns, see $out/pd/build.log" >&2
-	exit 1
-fi
+out_of_tree strixpeer "$out/pd" SP_PEER_SYMVERS="$fix/Module.symvers" "$@"
 # 4. The stand-in for ROCm's own "amdkfd" client (tests/kmod/amdkfd_stub/),
 # linked against the real core's symbols as ROCm's DKMS driver would be.
 mkdir -p "$out/amdkfd-stub"
 cp tests/kmod/amdkfd_stub/sp_amdkfd_stub.c tests/kmod/peer_mem_abi.h "$out/amdkfd-stub/"
 echo 'obj-m := sp_amdkfd_stub.o' > "$out/amdkfd-stub/Kbuild"
-if ! make -C "$kdir" M="$out/amdkfd-stub" KBUILD_EXTRA_SYMBOLS="$fix/Module.symvers" "$@" modules \
-	> "$out/amdkfd-stub/build.log" 2>&1; then
-	echo "build-realcore.sh: sp_amdkfd_stub build failed, see $out/amdkfd-stub/build.log" >&2
-	tail -n 20 "$out/amdkfd-stub/build.log" >&2
-	exit 1
-fi
-if grep -q 'warning:' "$out/amdkfd-stub/build.log"; then
-	echo "build-realcore.sh: sp_amdkfd_stub build warns, see $out/amdkfd-stub/build.log" >&2
-	exit 1
-fi
+out_of_tree sp_amdkfd_stub "$out/amdkfd-stub" KBUILD_EXTRA_SYMBOLS="$fix/Module.symvers" "$@"
 {
 	echo "REALCORE_FIXTURE=$fix"
 	echo "REALCORE_RXE=$rdir/rdma_rxe.ko"
