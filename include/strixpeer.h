@@ -80,6 +80,7 @@ struct sp_stats {
 #define SP_FEAT_PEERDIRECT	(1ULL << 2) /**< PeerDirect client active */
 #define SP_FEAT_DMABUF_EXPORT	(1ULL << 3) /**< buffers exported as dma-buf */
 #define SP_FEAT_DMABUF_IMPORT	(1ULL << 4) /**< dma-bufs imported */
+#define SP_FEAT_GEM_DMABUF	(1ULL << 5) /**< sp_gem_dmabuf() works */
 
 /** Node argument: the module's default node (normally the caller's). */
 #define SP_NODE_DEFAULT		(-1)
@@ -635,6 +636,13 @@ struct sp_reg_stats {
  *   import's dma-buf when the device supports it; else ibv_reg_mr(), which
  *   the kernel serves by pinning the pages or, when they cannot be pinned
  *   (a GPU buffer's mapping), through strixpeer's PeerDirect client;
+ * - GPU memory this process mapped (a GEM mapping that sp_gem_dmabuf()
+ *   resolves: hipMalloc() memory, a buffer object's mmap(2)), which the
+ *   kernel can never pin: ibv_reg_mr(), served only by a peer-memory
+ *   client (strixpeer's zero-change mode or another), reported as
+ *   SP_REG_PEERDIRECT; else ibv_reg_dmabuf_mr() on the object's dma-buf
+ *   where the NIC supports it (a writable registration of a read-only
+ *   mapping fails with -EACCES);
  * - anywhere else (strixpeer buffers, host memory): ibv_reg_mr(); for a
  *   strixpeer buffer whose pages cannot be pinned that way, the buffer's
  *   dma-buf with ibv_reg_dmabuf_mr().
@@ -647,7 +655,9 @@ struct sp_reg_stats {
  * cached after its last sp_dereg_mr() ("register a pool once"), until the
  * buffer or import is freed or unmapped, sp_reg_cache_flush() or
  * sp_dev_close(); other memory is deregistered with its last reference,
- * since the library cannot see it being freed. Only the process that
+ * since the library cannot see it being freed; a hit on a GPU range asks
+ * the module which dma-buf is mapped there now and registers anew if it
+ * is another one. Only the process that
  * opened @dev may use it (-EACCES after fork(): open your own device and
  * verbs context in the child).
  *
@@ -656,6 +666,40 @@ struct sp_reg_stats {
 int sp_reg_mr(struct sp_dev *dev, struct ibv_pd *pd, void *addr,
 	      size_t length, int access, unsigned int flags,
 	      struct sp_mr **mrp);
+
+/** sp_gem_dmabuf() out_flags */
+#define SP_GEM_READ_ONLY	(1U << 0) /**< a mapping of the range is read-only */
+
+/**
+ * sp_gem_dmabuf() - the dma-buf of a GPU buffer this process has mapped
+ * @dev: device
+ * @addr: first byte of the range: GPU memory mapped by this process
+ *	(hipMalloc() memory, a libdrm/libhsakmt buffer object's mmap(2) of
+ *	a DRM card or render node) of a driver in the module's
+ *	claim_gem_drivers parameter (default amdgpu,vgem)
+ * @length: bytes, > 0; the range lies in one buffer object, mapped at
+ *	consecutive offsets of it (in one mapping or adjacent ones)
+ * @fd: receives a new close-on-exec file descriptor of the object's
+ *	dma-buf (the one its PRIME export gives); close it when done
+ * @offset: receives the byte offset of @addr in that dma-buf
+ * @out_flags: NULL, or receives SP_GEM_READ_ONLY when a mapping of the
+ *	range is read-only
+ *
+ * For ibv_reg_dmabuf_mr(pd, *offset, length, (uintptr_t)addr, *fd,
+ * access) on kernels without a peer-memory core (sp_reg_mr() does that
+ * itself). A process reaches only buffer objects it holds a handle of
+ * through the DRM file it mapped them with. Needs module ABI 1.3
+ * (SP_FEAT_GEM_DMABUF).
+ *
+ * Return: 0, or negative errno: -ENOENT (part of the range is no GPU
+ * mapping of such a driver: host memory, a hole, a dma-buf's own mmap),
+ * -EXDEV (two buffer objects, or offsets of one that are not
+ * consecutive), -EACCES (no handle of the object is held any more),
+ * -EINVAL (an empty or wrapping range), -EMFILE, -EOPNOTSUPP (the module
+ * predates ABI 1.3, or the kernel has no DRM).
+ */
+int sp_gem_dmabuf(struct sp_dev *dev, const void *addr, size_t length,
+		  int *fd, uint64_t *offset, unsigned int *out_flags);
 
 /**
  * sp_mr_ibv() - the verbs MR of a registration

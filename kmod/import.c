@@ -47,15 +47,6 @@
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 
-#if IS_ENABLED(CONFIG_DRM)
-#include <drm/drm_device.h>
-#include <drm/drm_drv.h>
-#include <drm/drm_file.h>
-#include <drm/drm_gem.h>
-#include <drm/drm_prime.h>
-#include <drm/drm_vma_manager.h>
-#endif
-
 #include <uapi/strixpeer.h>
 
 #include "strixpeer.h"
@@ -524,187 +515,19 @@ struct sp_import *sp_import_find(struct mm_struct *mm, unsigned long addr,
 	return found;
 }
 
-#if IS_ENABLED(CONFIG_DRM)
 /*
  * Zero-change mode: a registration of a range that no explicit import
- * contains, lying in GEM mappings of a driver listed in claim_gem_drivers.
- * What such a mapping is, and why the object and the offset can be read
- * off it:
- *  - vma->vm_file->f_op->mmap == drm_gem_mmap: DRM's GEM mmap made the VMA
- *    on a DRM device file (card or render node), so vm_file->private_data
- *    is that file's struct drm_file.
- *  - drm_gem_mmap() maps an object only from its start: it looks the
- *    object up by the mapping's offset in the device's offset manager
- *    (exact match), so vm_pgoff is the object's fake offset, and stays
- *    fake-offset based when the VMA is split (munmap of its head, mprotect
- *    of a part, MAP_FIXED over a part) or moved (mremap). This holds for
- *    amdgpu (TTM keeps the fake offset since 2019) and vgem (the shmem
- *    helpers stopped subtracting it around 2021) on every kernel we build
- *    for. The DRM fake-offset space starts at 4 GiB (2^20 pages), and a
- *    large object's offset may lie below its page count: the number alone
- *    says nothing, so no reading of it is guessed at.
- *  - drm_gem_mmap_obj() stores the object in vm_private_data (TTM stores
- *    its buffer object, whose first member is the GEM object) and holds a
- *    reference for the VMA. A driver could store something else there, so
- *    the object is looked up again by vm_pgoff in the device's offset
- *    manager and must be the very one in vm_private_data; then
- *    vm_pgoff - drm_vma_node_start() is the page offset in the object.
- *  - An object mapped through its dma-buf (dma_buf_mmap(), e.g. an
- *    imported object's mmap) has the dma-buf file as vm_file and an
- *    exporter-defined vm_pgoff: not a GEM mapping, never claimed here.
- *  - A range may span several VMAs (a BO mapped in pieces, or split by
- *    mprotect) if they are adjacent and map consecutive offsets of the
- *    same object; anything else (a hole, another object, another kind of
- *    mapping) is declined.
- * The object's dma-buf is its registered export (obj->dma_buf), made here
- * as DRM's PRIME export path makes it when there is none yet, so that the
- * exporter's move notification reaches our attachment and a later PRIME
- * export returns the same dma-buf. An object without GEM handles cannot be
- * exported that way (DRM refuses too): declined. strixpeer holds the
- * dma-buf, never the bare object.
+ * contains, lying in GEM mappings of a driver listed in claim_gem_drivers
+ * (gem.c says what such a mapping is). The import holds the object's
+ * dma-buf; a range with a non-writable mapping is marked so (a writable
+ * registration of it must fail, as GUP's would).
  */
-static char sp_gem_drivers[128] = "amdgpu,vgem";
-module_param_string(claim_gem_drivers, sp_gem_drivers, sizeof(sp_gem_drivers),
-		    0444);
-MODULE_PARM_DESC(claim_gem_drivers,
-		 "DRM drivers whose GEM mappings zero-change mode claims, comma separated (default amdgpu,vgem)");
-
-static bool sp_gem_driver_known(const struct drm_device *dev)
-{
-	const char *name = dev->driver->name, *p = sp_gem_drivers;
-	size_t len = strlen(name);
-
-	while (*p) {
-		size_t n = strcspn(p, ",");
-
-		if (n == len && !strncmp(p, name, n))
-			return true;
-		p += n;
-		p += *p == ',';
-	}
-	return false;
-}
-
-/*
- * The GEM object @vma maps and the byte offset in it of @vma->vm_start,
- * or NULL when @vma is not a GEM mapping of a listed driver (see above).
- * The VMA holds the object; no reference is taken.
- * Context: mmap_lock held.
- */
-static struct drm_gem_object *sp_gem_vma_object(struct vm_area_struct *vma,
-						u64 *start_off)
-{
-	struct drm_vma_offset_manager *mgr;
-	struct drm_vma_offset_node *node;
-	struct drm_gem_object *obj = NULL;
-	struct drm_file *dfile;
-	struct drm_device *dev;
-
-	mmap_assert_locked(vma->vm_mm);
-	if (!vma->vm_file || vma->vm_file->f_op->mmap != drm_gem_mmap)
-		return NULL;
-	dfile = vma->vm_file->private_data;
-	dev = dfile->minor->dev;
-	if (!sp_gem_driver_known(dev) || !dev->vma_offset_manager)
-		return NULL;
-	mgr = dev->vma_offset_manager;
-	drm_vma_offset_lock_lookup(mgr);
-	node = drm_vma_offset_lookup_locked(mgr, vma->vm_pgoff, vma_pages(vma));
-	if (node) {
-		obj = container_of(node, struct drm_gem_object, vma_node);
-		if (obj == vma->vm_private_data)
-			*start_off = (u64)(vma->vm_pgoff - drm_vma_node_start(node)) <<
-				     PAGE_SHIFT;
-		else
-			obj = NULL;	/* not what the driver keeps there */
-	}
-	drm_vma_offset_unlock_lookup(mgr);
-	return obj;
-}
-
-/*
- * The object that [@start, @end) of @mm maps, in one VMA or several
- * adjacent ones mapping consecutive offsets of it, with a reference, and
- * the byte offset of @start in it; NULL if there is none. *@ro is set when
- * one of those VMAs is not writable (no VM_WRITE): GUP refuses a writable
- * pin of a shared mapping there, FOLL_FORCE or not, so a writable
- * registration must fail too.
- */
-static struct drm_gem_object *sp_gem_range(struct mm_struct *mm,
-					   unsigned long start,
-					   unsigned long end, u64 *off, bool *ro)
-{
-	struct drm_gem_object *obj = NULL, *cur;
-	struct vm_area_struct *vma;
-	unsigned long a = start;
-	u64 next = 0, voff;
-
-	mmap_read_lock(mm);
-	while (a < end) {
-		vma = vma_lookup(mm, a);
-		cur = vma ? sp_gem_vma_object(vma, &voff) : NULL;
-		if (!cur)
-			goto none;
-		if (!(vma->vm_flags & VM_WRITE))
-			*ro = true;
-		voff += a - vma->vm_start;
-		if (!obj) {
-			obj = cur;
-			*off = voff;
-		} else if (cur != obj || voff != next) {
-			goto none;
-		}
-		next = voff + (min(end, vma->vm_end) - a);
-		a = vma->vm_end;
-	}
-	drm_gem_object_get(obj);
-	mmap_read_unlock(mm);
-	return obj;
-none:
-	mmap_read_unlock(mm);
-	return NULL;
-}
-
-/*
- * The object's dma-buf, with a reference, by drm_gem_prime_handle_to_dmabuf()'s
- * rules: an imported object's is the one it was imported from (its pages
- * are the exporter's: the driver's own export ops must not serve them);
- * else obj->dma_buf, or a new export registered as DRM registers one (the
- * object's export callback, then obj->dma_buf holds a reference that DRM
- * drops when the object's last handle goes).
- */
-static struct dma_buf *sp_gem_dmabuf(struct drm_gem_object *obj)
-{
-	struct drm_device *dev = obj->dev;
-	struct dma_buf *dmabuf;
-
-	mutex_lock(&dev->object_name_lock);
-	dmabuf = obj->import_attach ? obj->import_attach->dmabuf : obj->dma_buf;
-	if (dmabuf) {
-		get_dma_buf(dmabuf);
-	} else if (!obj->handle_count) {
-		/* nobody would drop obj->dma_buf's reference: DRM refuses too */
-		dmabuf = ERR_PTR(-ENOENT);
-	} else {
-		dmabuf = obj->funcs->export ? obj->funcs->export(obj, O_RDWR) :
-					      drm_gem_prime_export(obj, O_RDWR);
-		if (!IS_ERR(dmabuf)) {
-			obj->dma_buf = dmabuf;
-			get_dma_buf(dmabuf);
-		}
-	}
-	mutex_unlock(&dev->object_name_lock);
-	return dmabuf;
-}
-
 struct sp_import *sp_import_from_gem(unsigned long addr, size_t size)
 {
 	struct mm_struct *mm = current->mm;
 	unsigned long end = PAGE_ALIGN(addr + size);
-	struct drm_gem_object *obj;
-	struct dma_buf *dmabuf;
+	struct sp_gem_range r;
 	struct sp_import *imp;
-	u64 off;
 
 	addr &= PAGE_MASK;
 	if (!READ_ONCE(sp_claim_gem_mappings) || !mm || end <= addr)
@@ -718,15 +541,11 @@ struct sp_import *sp_import_from_gem(unsigned long addr, size_t size)
 	imp = sp_import_new(mm, NULL, 0, end - addr, addr, true);
 	if (IS_ERR(imp))
 		return NULL;
-	obj = sp_gem_range(mm, addr, end, &off, &imp->vma_read_only);
-	if (!obj)
+	if (sp_gem_lookup(mm, addr, end, false, &r))
 		goto discard;
-	dmabuf = sp_gem_dmabuf(obj);
-	drm_gem_object_put(obj);
-	if (IS_ERR(dmabuf))
-		goto discard;
-	imp->dmabuf = dmabuf;
-	imp->offset = off;
+	imp->dmabuf = r.dmabuf;
+	imp->offset = r.offset;
+	imp->vma_read_only = r.ro;
 	if (sp_import_unmapped(imp))
 		goto discard;
 	return imp;
@@ -735,12 +554,6 @@ discard:
 	sp_import_discard(imp);
 	return NULL;
 }
-#else
-struct sp_import *sp_import_from_gem(unsigned long addr, size_t size)
-{
-	return NULL;
-}
-#endif
 
 /* Work that must not run under the caller's locks (peer.c). */
 void sp_import_queue_work(struct work_struct *work)

@@ -454,6 +454,9 @@ static const struct sp_ioctl_desc sp_ioctls[] = {
 	SP_IOCTL_UNDO(STRIXPEER_IOC_BUF_EXPORT, struct strixpeer_buf_export,
 		      sp_ioctl_buf_export, sp_ioctl_buf_export_undo,
 		      sp_ioctl_buf_export_commit),
+	SP_IOCTL_UNDO(STRIXPEER_IOC_GEM_DMABUF, struct strixpeer_gem_dmabuf,
+		      sp_ioctl_gem_dmabuf, sp_ioctl_gem_dmabuf_undo,
+		      sp_ioctl_gem_dmabuf_commit),
 };
 
 union sp_ioctl_data {
@@ -465,6 +468,7 @@ union sp_ioctl_data {
 	struct strixpeer_unimport unimport;
 	struct strixpeer_import_info import_info;
 	struct sp_export_req export;
+	struct sp_gem_dmabuf_req gem_dmabuf;
 };
 
 static long sp_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)

@@ -35,7 +35,12 @@
  */
 #define SP_FEATURES		(STRIXPEER_FEAT_BUFFERS | STRIXPEER_FEAT_NUMA | \
 				 STRIXPEER_FEAT_DMABUF_EXPORT | \
-				 STRIXPEER_FEAT_DMABUF_IMPORT)
+				 STRIXPEER_FEAT_DMABUF_IMPORT | SP_FEAT_GEM)
+#if IS_ENABLED(CONFIG_DRM)
+#define SP_FEAT_GEM		STRIXPEER_FEAT_GEM_DMABUF
+#else
+#define SP_FEAT_GEM		0
+#endif
 #define SP_PAGE_SIZES		((1ULL << PAGE_SHIFT) | (1ULL << PMD_SHIFT))
 
 /*
@@ -237,6 +242,22 @@ struct dma_buf *sp_export_create(struct sp_buf *buf, u32 flags);
 /* At most this many dma-buf inode numbers per buffer in a netlink reply. */
 #define SP_MAX_REPORTED_INOS	32
 unsigned int sp_export_inos(struct sp_buf *buf, u64 *inos, unsigned int max);
+
+/* GEM mapping recognition (gem.c). */
+struct sp_gem_range {
+	struct dma_buf *dmabuf;	/* referenced: the caller puts it */
+	u64 offset;		/* of the range's start in @dmabuf */
+	bool ro;		/* a mapping of the range is not writable */
+};
+int sp_gem_lookup(struct mm_struct *mm, unsigned long start, unsigned long end,
+		  bool need_handle, struct sp_gem_range *r);
+struct sp_gem_dmabuf_req {
+	struct strixpeer_gem_dmabuf u;	/* first: what is copied in and out */
+	struct dma_buf *dmabuf;
+};
+int sp_ioctl_gem_dmabuf(struct sp_file *f, void *data);
+void sp_ioctl_gem_dmabuf_commit(struct sp_file *f, void *data);
+void sp_ioctl_gem_dmabuf_undo(struct sp_file *f, void *data);
 
 /* Imports of dma-buf ranges (import.c). */
 extern bool sp_claim_gem_mappings;

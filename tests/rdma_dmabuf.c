@@ -15,6 +15,11 @@
  *   dma-buf); an unprivileged process registering a dma-buf it was handed;
  * - sp_reg_mr() on an import (sp_import_dmabuf()) and on a strixpeer
  *   buffer with SP_REG_NO_PLAIN: the dma-buf path, the data, the cache;
+ * - sp_reg_mr() on GPU memory with no import at all (a vgem BO mapped as
+ *   libhsakmt maps hipMalloc's, a gpusim BO): the module's GEM_DMABUF,
+ *   every byte over RDMA, the cache noticing another BO at the address,
+ *   a read-only mapping, the gpusim BO pinned then moved with no stale
+ *   write;
  * - sp_gpusim: the BO cannot move while the (pinned) MR lives; after
  *   ibv_dereg_mr() it moves, the old rkey is refused and no write reaches
  *   the moved-away backing (gpusim's poison check).
@@ -510,6 +515,152 @@ static void test_dmabuf_mr_gpusim_pinned_then_moves(void)
 	close(g);
 }
 
+/*
+ * GPU memory with no import, as hipMalloc() leaves it: a vgem BO mapped
+ * libhsakmt's way (render node, MAP_FIXED into an aperture). sp_reg_mr()
+ * finds its dma-buf through the module (GEM_DMABUF) and registers that;
+ * every byte over RDMA, a cache hit; then another BO mapped at the same
+ * address: the cache sees the other dma-buf and registers anew, and the
+ * bytes reach the new BO.
+ */
+static void test_sp_reg_mr_gpu_range_takes_dmabuf_path(void)
+{
+	struct sp_dev *dev = sp_test_dev();
+	struct sp_vgem_bo a, b;
+	struct sp_reg_stats st;
+	struct sp_mr *m, *m2;
+	uint8_t *ap;
+	struct two t;
+	int ret;
+
+	sp_vgem_bo_new(XLEN, &a);
+	sp_vgem_bo_new(XLEN, &b);
+	ap = sp_aperture(XLEN, 2 * MiB);
+	sp_rocm_map(ap, XLEN, a.node, a.mmap_offset);
+	two_open(&t);
+	sp_reg_dmabuf_checked(dev, &t, ap + MR_OFF, MR_OFF, 0, 43);
+	CHECK(reg_stats(dev).entries == 0, "a GPU range's registration outlived its users");
+	/* held while the address gets another BO */
+	CHECK(sp_reg_mr(dev, t.b.pd, ap + MR_OFF, MR_LEN, ACCESS, 0, &m) == 0, "%s",
+	      sp_errmsg());
+	sp_rocm_map(ap, XLEN, b.node, b.mmap_offset);
+	st = reg_stats(dev);
+	ret = sp_reg_mr(dev, t.b.pd, ap + MR_OFF, MR_LEN, ACCESS, 0, &m2);
+	CHECK(ret == 0 && m2 != m, "another BO at the address: %d (%s), %s MR", ret,
+	      ret < 0 ? sp_errmsg() : "", m2 == m ? "the old" : "a new");
+	CHECK(reg_stats(dev).dropped == st.dropped + 1, "dropped %" PRIu64 " -> %" PRIu64,
+	      st.dropped, reg_stats(dev).dropped);
+	check_mr(&t, sp_mr_ibv(m2), (uintptr_t)ap + MR_OFF, ap + MR_OFF, MR_OFF, 44);
+	CHECK_OK(sp_dereg_mr(m2));
+	CHECK_OK(sp_dereg_mr(m));
+	CHECK(reg_stats(dev).entries == 0, "entries %" PRIu64 " left", reg_stats(dev).entries);
+	sp_rocm_free(ap, XLEN);
+	munmap(ap, XLEN);
+	sp_dev_close(dev);
+	sp_vgem_bo_free(&a);
+	sp_vgem_bo_free(&b);
+}
+
+/*
+ * A read-only GPU mapping: a writable registration is refused (as GUP's
+ * would be), a remote-read one is made and RDMA READ returns the bytes.
+ */
+static void test_sp_reg_mr_gpu_range_read_only(void)
+{
+	struct sp_dev *dev = sp_test_dev();
+	struct sp_vgem_bo a;
+	uint8_t *rw, *ro;
+	struct sp_mr *m;
+	struct two t;
+	int ret;
+
+	sp_vgem_bo_new(XLEN, &a);
+	rw = mmap(NULL, XLEN, PROT_READ | PROT_WRITE, MAP_SHARED, a.node, (off_t)a.mmap_offset);
+	ro = mmap(NULL, XLEN, PROT_READ, MAP_SHARED, a.node, (off_t)a.mmap_offset);
+	CHECK(rw != MAP_FAILED && ro != MAP_FAILED, "BO mmap: %s", strerror(errno));
+	sp_fill(rw, XLEN, 0, 61);
+	two_open(&t);
+	ret = sp_reg_mr(dev, t.b.pd, ro + MR_OFF, MR_LEN, ACCESS, 0, &m);
+	CHECK(ret == -EACCES && strstr(sp_errmsg(), "mapped read-only"),
+	      "writable registration of a read-only mapping: %d (%s)", ret,
+	      ret < 0 ? sp_errmsg() : "made");
+	ret = sp_reg_mr(dev, t.b.pd, ro + MR_OFF, MR_LEN, IBV_ACCESS_REMOTE_READ, 0, &m);
+	if (ret < 0 && strstr(sp_errmsg(), "this device cannot register dma-bufs"))
+		SKIP("%s", sp_errmsg());
+	CHECK(ret == 0 && sp_mr_path(m) == SP_REG_DMABUF, "read-only registration: %d (%s)",
+	      ret, ret < 0 ? sp_errmsg() : sp_reg_path_name(sp_mr_path(m)));
+	memset(t.host, 0, MR_LEN);
+	rdma_ok(&t, IBV_WR_RDMA_READ, 0, (uintptr_t)ro + MR_OFF, sp_mr_ibv(m)->rkey, MR_LEN);
+	CHECK(sp_verify(t.host, MR_LEN, MR_OFF, 61) < 0, "RDMA READ of the read-only range");
+	CHECK_OK(sp_dereg_mr(m));
+	munmap(ro, XLEN);
+	munmap(rw, XLEN);
+	sp_dev_close(dev);
+	sp_vgem_bo_free(&a);
+}
+
+/*
+ * sp_gpusim's moving BO, registered by sp_reg_mr() through its mapping
+ * alone (no import, no PRIME export by the test): pinned while the MR
+ * lives, moves after sp_dereg_mr(), the old rkey refused, no stale write.
+ */
+static void test_sp_reg_mr_gpusim_range_pinned_then_moves(void)
+{
+	const uint64_t size = 6 * MiB;
+	struct sp_dev *dev = sp_test_dev();
+	struct sp_gpusim_info info;
+	uint64_t mmo, stale0, iova;
+	uint32_t h, moved = 0, rkey;
+	struct sp_mr *m;
+	struct ibv_wc wc;
+	uint8_t *cpu;
+	struct two t;
+	int64_t bad;
+	int g, ret;
+
+	g = gpusim_open();
+	h = gpusim_create(g, size, SP_GPUSIM_DOMAIN_GTT, 0, &mmo);
+	cpu = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, g, (off_t)mmo);
+	CHECK(cpu != MAP_FAILED, "BO mmap: %s", strerror(errno));
+	stale0 = gpusim_stats(g, 0).stale_writes;
+	two_open(&t);
+	iova = (uintptr_t)cpu + MR_OFF;
+	ret = sp_reg_mr(dev, t.b.pd, cpu + MR_OFF, MR_LEN, ACCESS, 0, &m);
+	if (ret < 0 && strstr(sp_errmsg(), "this device cannot register dma-bufs"))
+		SKIP("%s", sp_errmsg());
+	CHECK(ret == 0 && sp_mr_path(m) == SP_REG_DMABUF, "sp_reg_mr on a gpusim BO: %d (%s)",
+	      ret, ret < 0 ? sp_errmsg() : sp_reg_path_name(sp_mr_path(m)));
+	info = gpusim_info(g, h);
+	CHECK(info.pin_count >= 1 && info.mappings == 1, "pins %u, mappings %u with the MR",
+	      info.pin_count, info.mappings);
+	errno = 0;
+	CHECK(gpusim_move(g, h, 0, SP_GPUSIM_MOVE_EVICT | SP_GPUSIM_MOVE_WAIT, &moved) == -1 &&
+	      errno == EBUSY, "a move of the registered BO: %s (moved %u)", strerror(errno),
+	      moved);
+	check_mr(&t, sp_mr_ibv(m), iova, cpu + MR_OFF, MR_OFF, 52);
+	sp_fill(t.host, MR_LEN, 0, 57);
+	rkey = sp_mr_ibv(m)->rkey;
+	rdma_ok(&t, IBV_WR_RDMA_WRITE, 0, iova, rkey, MR_LEN);
+	CHECK_OK(sp_dereg_mr(m));
+	CHECK(reg_stats(dev).entries == 0, "the registration stayed cached");
+	info = gpusim_info(g, h);
+	CHECK(info.pin_count == 0 && info.mappings == 0 && info.attachments == 0,
+	      "after sp_dereg_mr: pins %u, mappings %u, attachments %u", info.pin_count,
+	      info.mappings, info.attachments);
+	CHECK(gpusim_move(g, h, 0, SP_GPUSIM_MOVE_EVICT | SP_GPUSIM_MOVE_WAIT, &moved) == 0 &&
+	      moved == 1, "the released BO does not move: %s (moved %u)", strerror(errno), moved);
+	sp_fill(t.host, MR_LEN, 0, 58);
+	wc = rdma_op(&t, IBV_WR_RDMA_WRITE, 0, iova, rkey, MR_LEN);
+	CHECK(wc.status == IBV_WC_REM_ACCESS_ERR, "WRITE through the deregistered rkey: %s",
+	      ibv_wc_status_str(wc.status));
+	gpusim_check_no_stale(g, stale0);
+	bad = sp_verify(cpu + MR_OFF, MR_LEN, 0, 57);
+	CHECK(bad < 0, "byte %" PRId64 " of the moved BO is not what the last WRITE left", bad);
+	sp_dev_close(dev);
+	munmap(cpu, size);
+	close(g);
+}
+
 static const struct tap_case cases[] = {
 	TAP_CASE_T(test_dmabuf_mr_udmabuf, 240),
 	TAP_CASE_T(test_dmabuf_mr_vgem, 240),
@@ -520,6 +671,9 @@ static const struct tap_case cases[] = {
 	TAP_CASE_T(test_sp_reg_mr_import_takes_dmabuf_path, 240),
 	TAP_CASE_T(test_sp_reg_mr_buffer_no_plain_takes_dmabuf_path, 240),
 	TAP_CASE_T(test_dmabuf_mr_gpusim_pinned_then_moves, 240),
+	TAP_CASE_T(test_sp_reg_mr_gpu_range_takes_dmabuf_path, 240),
+	TAP_CASE_T(test_sp_reg_mr_gpu_range_read_only, 240),
+	TAP_CASE_T(test_sp_reg_mr_gpusim_range_pinned_then_moves, 240),
 };
 
 TAP_MAIN(cases)

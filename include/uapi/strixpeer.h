@@ -63,7 +63,7 @@
  * number when ioctls or fields are added.
  */
 #define STRIXPEER_ABI_MAJOR		1
-#define STRIXPEER_ABI_MINOR		2
+#define STRIXPEER_ABI_MINOR		3
 
 /* strixpeer_version.features, and the netlink info's features */
 #define STRIXPEER_FEAT_BUFFERS		(1ULL << 0) /* BUF_ALLOC/FREE/INFO, mmap */
@@ -71,6 +71,7 @@
 #define STRIXPEER_FEAT_PEERDIRECT	(1ULL << 2) /* peer-memory client active */
 #define STRIXPEER_FEAT_DMABUF_EXPORT	(1ULL << 3) /* buffers exported as dma-buf */
 #define STRIXPEER_FEAT_DMABUF_IMPORT	(1ULL << 4) /* dma-bufs imported */
+#define STRIXPEER_FEAT_GEM_DMABUF	(1ULL << 5) /* GEM_DMABUF (kernels with DRM) */
 
 /**
  * struct strixpeer_version - STRIXPEER_IOC_VERSION (out only)
@@ -255,6 +256,53 @@ struct strixpeer_buf_export {
 	__u32 reserved;
 };
 
+/* strixpeer_gem_dmabuf.flags */
+#define STRIXPEER_GEM_DMABUF_CLOEXEC	(1U << 0) /* the new fd is close-on-exec */
+#define STRIXPEER_GEM_DMABUF_NO_FD	(1U << 1) /* only say which dma-buf: no fd */
+#define STRIXPEER_GEM_DMABUF_FLAGS	(STRIXPEER_GEM_DMABUF_CLOEXEC | \
+					 STRIXPEER_GEM_DMABUF_NO_FD)
+/* strixpeer_gem_dmabuf.out_flags */
+#define STRIXPEER_GEM_DMABUF_READ_ONLY	(1U << 0) /* a mapping of the range is read-only */
+
+/**
+ * struct strixpeer_gem_dmabuf - STRIXPEER_IOC_GEM_DMABUF (since ABI 1.3)
+ * @addr: in: first byte of a range of the caller's own address space
+ * @size: in: its length in bytes, not zero
+ * @flags: in: STRIXPEER_GEM_DMABUF_*
+ * @fd: out: a new file descriptor of the dma-buf (-1 with ..._NO_FD)
+ * @offset: out: the byte offset of @addr in that dma-buf
+ * @ino: out: the dma-buf's inode number (fstat(2)'s st_ino of @fd): the
+ *	same number while the same dma-buf lives, another for another one
+ * @out_flags: out: STRIXPEER_GEM_DMABUF_READ_ONLY
+ * @reserved: zero
+ *
+ * The range must lie in GEM mappings (mmap(2) of a DRM card or render
+ * node at an object's fake offset) of one buffer object of a driver named
+ * in the claim_gem_drivers parameter (amdgpu's hipMalloc/libhsakmt
+ * mappings, vgem's), at consecutive offsets of it, and the DRM file each
+ * mapping was made through must still hold a handle of the object: a
+ * process reaches only objects it holds itself. The fd is the object's
+ * PRIME export (the dma-buf DRM_IOCTL_PRIME_HANDLE_TO_FD returns, made as
+ * DRM makes it when there is none yet), readable and writable; give it
+ * to ibv_reg_dmabuf_mr(pd, offset, size, addr, fd, access) and close it.
+ * Errors: EINVAL (unknown flags, reserved not zero, an empty or wrapping
+ * range), ENOENT (a hole, or a page that is no such mapping: host memory,
+ * another driver, a dma-buf's own mmap, an object without handles),
+ * EXDEV (two objects, or other offsets of one), EACCES (the mapping's
+ * file holds no handle of the object; or the device was opened by
+ * another process), EMFILE, EOPNOTSUPP (a kernel without DRM).
+ */
+struct strixpeer_gem_dmabuf {
+	__u64 addr;
+	__u64 size;
+	__u32 flags;
+	__s32 fd;
+	__u64 offset;
+	__u64 ino;
+	__u32 out_flags;
+	__u32 reserved;
+};
+
 /* strixpeer_import_info.state */
 #define STRIXPEER_IMPORT_ACTIVE		0 /* claimable */
 #define STRIXPEER_IMPORT_UNMAPPED	1 /* part of the range was unmapped */
@@ -269,6 +317,7 @@ struct strixpeer_buf_export {
 #define STRIXPEER_IOC_UNIMPORT	_IOW(STRIXPEER_IOC_MAGIC, 0x05, struct strixpeer_unimport)
 #define STRIXPEER_IOC_IMPORT_INFO _IOWR(STRIXPEER_IOC_MAGIC, 0x06, struct strixpeer_import_info)
 #define STRIXPEER_IOC_BUF_EXPORT _IOWR(STRIXPEER_IOC_MAGIC, 0x07, struct strixpeer_buf_export)
+#define STRIXPEER_IOC_GEM_DMABUF _IOWR(STRIXPEER_IOC_MAGIC, 0x08, struct strixpeer_gem_dmabuf)
 
 /*
  * Generic netlink family "strixpeer": the control plane. Described in

@@ -212,6 +212,7 @@ static void print_features(uint64_t features)
 		{ SP_FEAT_PEERDIRECT, "peerdirect" },
 		{ SP_FEAT_DMABUF_EXPORT, "dmabuf-export" },
 		{ SP_FEAT_DMABUF_IMPORT, "dmabuf-import" },
+		{ SP_FEAT_GEM_DMABUF, "gem-dmabuf" },
 	};
 	size_t i;
 

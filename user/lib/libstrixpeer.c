@@ -21,6 +21,7 @@
 
 _Static_assert(SP_FEAT_BUFFERS == STRIXPEER_FEAT_BUFFERS, "feature bits");
 _Static_assert(SP_FEAT_NUMA == STRIXPEER_FEAT_NUMA, "feature bits");
+_Static_assert(SP_FEAT_GEM_DMABUF == STRIXPEER_FEAT_GEM_DMABUF, "feature bits");
 _Static_assert(SP_ALLOC_HUGE_ONLY == STRIXPEER_ALLOC_HUGE_ONLY, "alloc flags");
 _Static_assert(SP_ALLOC_ALLOW_SMALL == STRIXPEER_ALLOC_ALLOW_SMALL, "alloc flags");
 _Static_assert((SP_ALLOC_UNMAPPED & STRIXPEER_ALLOC_FLAGS) == 0, "alloc flags");

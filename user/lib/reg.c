@@ -2,13 +2,17 @@
 /*
  * libstrixpeer: sp_reg_mr(), registering a range with a NIC by the best
  * of three kernel paths (plain ibv_reg_mr, ibv_reg_dmabuf_mr, PeerDirect
- * through an import), with a registration cache.
+ * through an import or a claimed GPU mapping), with a registration cache;
+ * sp_gem_dmabuf(), the dma-buf of a GPU range (STRIXPEER_IOC_GEM_DMABUF).
  *
  * The cache is a list on the sp_dev (registrations are few and long
  * lived). An entry is shared while it is in the list; it leaves the list
  * when its memory goes (sp_buf_free/unmap, sp_import_free: dev->drop_range)
- * and is then deregistered by its last user. Not thread-safe, like the
- * rest of an sp_dev.
+ * and is then deregistered by its last user. An entry of a GPU range
+ * registered through its dma-buf remembers which dma-buf it was (inode
+ * number and offset); a hit asks the module again, so a range whose
+ * mapping now shows another object is registered anew. Not thread-safe,
+ * like the rest of an sp_dev.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -38,11 +42,26 @@ struct sp_mr {
 	int keep;		/* stays cached without users (our memory) */
 	enum sp_reg_path path;
 	struct ibv_mr *mr;
+	int gem;		/* a GPU range (no buffer, no import): */
+	uint64_t gem_ino;	/* ... its dma-buf when registered */
+	uint64_t gem_off;
 };
 
 static int sp_overlaps(const struct sp_mr *m, uintptr_t start, size_t len)
 {
 	return m->start < start + len && start < m->start + m->length;
+}
+
+static int sp_gem_ioctl(const struct sp_dev *dev, uintptr_t start, size_t len,
+			unsigned int flags, struct strixpeer_gem_dmabuf *g);
+
+/* A GPU range's entry: the same dma-buf at the same offset is mapped there. */
+static int sp_gem_same(const struct sp_mr *m)
+{
+	struct strixpeer_gem_dmabuf g;
+
+	return !sp_gem_ioctl(m->dev, m->start, m->length, STRIXPEER_GEM_DMABUF_NO_FD, &g) &&
+	       g.ino == m->gem_ino && g.offset == m->gem_off;
 }
 
 static void sp_unlink(struct sp_mr *m)
@@ -280,15 +299,144 @@ static struct ibv_mr *sp_reg_import(const struct sp_import *imp,
 	return mr;
 }
 
-/* Anywhere else: ibv_reg_mr(), then a strixpeer buffer's own dma-buf. */
+/*
+ * STRIXPEER_IOC_GEM_DMABUF: 0 and @g filled in, or an errno (nothing
+ * said: callers word it).
+ */
+static int sp_gem_ioctl(const struct sp_dev *dev, uintptr_t start, size_t len,
+			unsigned int flags, struct strixpeer_gem_dmabuf *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->addr = start;
+	g->size = len;
+	g->flags = flags;
+	if (dev->ver.abi_major == STRIXPEER_ABI_MAJOR && dev->ver.abi_minor < 3)
+		return ENOTTY;
+	if (ioctl(dev->fd, STRIXPEER_IOC_GEM_DMABUF, g) < 0)
+		return errno;
+	return 0;
+}
+
+static const char *sp_gem_why(int err)
+{
+	switch (err) {
+	case ENOENT:
+		return "the range is not (all) in a GPU buffer's mapping of a driver in the module's claim_gem_drivers";
+	case EXDEV:
+		return "the range spans two GPU buffers, or parts of one that are not consecutive";
+	case EACCES:
+		return "this process holds no handle of the GPU buffer any more";
+	case ENOTTY:
+		return "the loaded strixpeer module predates GEM_DMABUF (module ABI 1.3): load this release's";
+	case EOPNOTSUPP:
+		return "the kernel has no DRM";
+	}
+	return strerror(err);
+}
+
+int sp_gem_dmabuf(struct sp_dev *dev, const void *addr, size_t length,
+		  int *fd, uint64_t *offset, unsigned int *out_flags)
+{
+	struct strixpeer_gem_dmabuf g;
+	int err;
+
+	if (!length || (uintptr_t)addr + length < (uintptr_t)addr || !fd || !offset)
+		return sp_fail(EINVAL, "dma-buf of %zu bytes at %p: need a non-empty range, fd and offset",
+			       length, addr);
+	err = sp_gem_ioctl(dev, (uintptr_t)addr, length, STRIXPEER_GEM_DMABUF_CLOEXEC, &g);
+	if (err == ENOTTY)
+		err = EOPNOTSUPP;
+	if (err)
+		return sp_fail(err, "no dma-buf of %zu bytes at %p: %s", length, addr,
+			       sp_gem_why(err == EOPNOTSUPP && dev->ver.abi_minor < 3 ? ENOTTY : err));
+	*fd = g.fd;
+	*offset = g.offset;
+	if (out_flags)
+		*out_flags = g.out_flags & STRIXPEER_GEM_DMABUF_READ_ONLY ? SP_GEM_READ_ONLY : 0;
+	return 0;
+}
+
+/* Access that writes: refused on a range mapped read-only. */
+#define SP_WRITE_ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+			 IBV_ACCESS_REMOTE_ATOMIC)
+
+/*
+ * A GPU range (a GEM mapping, @g from the probe): the kernel cannot pin
+ * it, so ibv_reg_mr() is the PeerDirect path (a peer-memory client claims
+ * it: strixpeer's zero-change mode or another client), then the object's
+ * dma-buf with ibv_reg_dmabuf_mr().
+ */
+static struct ibv_mr *sp_reg_gem(struct sp_dev *dev, struct ibv_pd *pd,
+				 uintptr_t start, size_t len, int access,
+				 unsigned int flags, enum sp_reg_path *path,
+				 struct strixpeer_gem_dmabuf *g, struct sp_why *why)
+{
+	struct ibv_mr *mr;
+	int err = 0, fd;
+
+	sp_say(why->plain, sizeof(why->plain),
+	       "GPU memory (a GEM mapping): the kernel cannot pin its pages");
+	if (flags & SP_REG_NO_PEERDIRECT) {
+		sp_say(why->peer, sizeof(why->peer), "excluded by SP_REG_NO_PEERDIRECT");
+	} else {
+		mr = ibv_reg_mr(pd, (void *)start, len, access);
+		if (mr) {
+			*path = SP_REG_PEERDIRECT;
+			return mr;
+		}
+		err = errno;
+		if (dev->ver.features & SP_FEAT_PEERDIRECT)
+			sp_say(why->peer, sizeof(why->peer),
+			       "ibv_reg_mr: %s: no peer-memory client claimed the range (claim_gem_mappings off, or this NIC's driver asks no peer)",
+			       strerror(err));
+		else
+			sp_peer_unavailable(dev, why);
+	}
+	if (flags & SP_REG_NO_DMABUF) {
+		sp_say(why->dmabuf, sizeof(why->dmabuf), "excluded by SP_REG_NO_DMABUF");
+		errno = err ? err : EPERM;
+		return NULL;
+	}
+	if ((g->out_flags & STRIXPEER_GEM_DMABUF_READ_ONLY) && (access & SP_WRITE_ACCESS)) {
+		sp_say(why->dmabuf, sizeof(why->dmabuf),
+		       "the range is mapped read-only and a writable registration was asked");
+		errno = EACCES;
+		return NULL;
+	}
+	err = sp_gem_ioctl(dev, start, len, STRIXPEER_GEM_DMABUF_CLOEXEC, g);
+	if (err) {
+		sp_say(why->dmabuf, sizeof(why->dmabuf), "%s", sp_gem_why(err));
+		errno = err;
+		return NULL;
+	}
+	fd = g->fd;
+	mr = sp_try_dmabuf(pd, fd, g->offset, start, len, access, why);
+	err = errno;
+	close(fd);	/* the MR holds the dma-buf */
+	if (mr) {
+		*path = SP_REG_DMABUF;
+		return mr;
+	}
+	errno = err;
+	return NULL;
+}
+
+/*
+ * Anywhere else: a GPU range (sp_reg_gem()); else ibv_reg_mr(), then a
+ * strixpeer buffer's own dma-buf.
+ */
 static struct ibv_mr *sp_reg_other(struct sp_dev *dev, struct ibv_pd *pd,
 				   uintptr_t start, size_t len, int access,
 				   unsigned int flags, enum sp_reg_path *path,
-				   struct sp_why *why)
+				   struct strixpeer_gem_dmabuf *g, struct sp_why *why)
 {
 	const struct sp_buf *b = sp_find_buf(dev, start, len);
 	struct ibv_mr *mr;
 	int err = 0;
+
+	/* a GPU range, as the module sees it (one ioctl, no fd) */
+	if (!b && !sp_gem_ioctl(dev, start, len, STRIXPEER_GEM_DMABUF_NO_FD, g))
+		return sp_reg_gem(dev, pd, start, len, access, flags, path, g, why);
 
 	sp_say(why->peer, sizeof(why->peer),
 	       "no import of this device covers the range (declare it with sp_import_dmabuf())");
@@ -337,6 +485,7 @@ int sp_reg_mr(struct sp_dev *dev, struct ibv_pd *pd, void *addr,
 	const unsigned int known = SP_REG_NO_PLAIN | SP_REG_NO_DMABUF |
 				   SP_REG_NO_PEERDIRECT | SP_REG_NO_CACHE;
 	uintptr_t start = (uintptr_t)addr;
+	struct strixpeer_gem_dmabuf g;
 	const struct sp_import *imp;
 	enum sp_reg_path path = 0;
 	struct sp_why why;
@@ -358,6 +507,12 @@ int sp_reg_mr(struct sp_dev *dev, struct ibv_pd *pd, void *addr,
 		for (m = dev->mrs; m; m = m->next) {
 			if (m->pd == pd && m->start == start &&
 			    m->length == length && m->access == access) {
+				if (m->gem && !sp_gem_same(m)) {
+					/* another object is mapped there now */
+					sp_unlink(m);
+					dev->reg_dropped++;
+					break;
+				}
 				m->refs++;
 				dev->reg_hits++;
 				*mrp = m;
@@ -367,18 +522,20 @@ int sp_reg_mr(struct sp_dev *dev, struct ibv_pd *pd, void *addr,
 	}
 
 	memset(&why, 0, sizeof(why));
+	memset(&g, 0, sizeof(g));
 	imp = sp_find_import(dev, start, length);
 	if (imp)
 		mr = sp_reg_import(imp, pd, start, length, access, flags, &path, &why);
 	else
-		mr = sp_reg_other(dev, pd, start, length, access, flags, &path, &why);
+		mr = sp_reg_other(dev, pd, start, length, access, flags, &path, &g, &why);
 	if (!mr) {
 		int err = errno ? errno : EPERM;
 
-		return sp_fail(err, "cannot register %zu bytes at %p: plain: %s; dma-buf: %s; PeerDirect: %s",
+		return sp_fail(err, "cannot register %zu bytes at %p: plain: %s; dma-buf: %s; PeerDirect: %s%s",
 			       length, addr, why.plain[0] ? why.plain : "not tried",
 			       why.dmabuf[0] ? why.dmabuf : "not tried",
-			       why.peer[0] ? why.peer : "not tried");
+			       why.peer[0] ? why.peer : "not tried",
+			       g.ino ? ". GPU memory registers through a NIC whose driver takes dma-buf MRs (mlx5, irdma, bnxt_re, efa), or a peer-memory core (MLNX/DOCA-OFED, Ubuntu's kernels) with strixpeer's client; on other NICs compute in a strixpeer buffer imported into the GPU (docs/gpu-memory.md)" : "");
 	}
 	m = calloc(1, sizeof(*m));
 	if (!m) {
@@ -395,6 +552,9 @@ int sp_reg_mr(struct sp_dev *dev, struct ibv_pd *pd, void *addr,
 	m->path = path;
 	m->mr = mr;
 	m->keep = imp || sp_find_buf(dev, start, length);
+	m->gem = !m->keep && g.ino;
+	m->gem_ino = g.ino;
+	m->gem_off = g.offset;
 	dev->reg_misses++;
 	if (!(flags & SP_REG_NO_CACHE)) {
 		m->cached = 1;
