@@ -344,11 +344,9 @@ int sp_gem_dmabuf(struct sp_dev *dev, const void *addr, size_t length,
 		return sp_fail(EINVAL, "dma-buf of %zu bytes at %p: need a non-empty range, fd and offset",
 			       length, addr);
 	err = sp_gem_ioctl(dev, (uintptr_t)addr, length, STRIXPEER_GEM_DMABUF_CLOEXEC, &g);
-	if (err == ENOTTY)
-		err = EOPNOTSUPP;
-	if (err)
-		return sp_fail(err, "no dma-buf of %zu bytes at %p: %s", length, addr,
-			       sp_gem_why(err == EOPNOTSUPP && dev->ver.abi_minor < 3 ? ENOTTY : err));
+	if (err)	/* ENOTTY: an older module */
+		return sp_fail(err == ENOTTY ? EOPNOTSUPP : err, "no dma-buf of %zu bytes at %p: %s",
+			       length, addr, sp_gem_why(err));
 	*fd = g.fd;
 	*offset = g.offset;
 	if (out_flags)
