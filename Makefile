@@ -101,7 +101,7 @@ ASAN_BIN := $(patsubst %,$(B)/asan/%,$(ASAN_TESTS))
 user: lib $(TEST_BIN) $(ASAN_BIN)
 
 # What 'make install' installs (the Debian packages build this).
-lib: $(LIB_SO) $(B)/libstrixpeer.a $(B)/strixpeerctl $(B)/install/strixpeerctl \
+lib: $(LIB_SO) $(B)/libstrixpeer-preload.so $(B)/libstrixpeer.a $(B)/strixpeerctl $(B)/install/strixpeerctl \
 	$(B)/strixpeer.pc $(B)/strixpeerConfig.cmake $(B)/strixpeerConfigVersion.cmake
 
 module:
@@ -171,6 +171,20 @@ $(B)/strixpeerConfigVersion.cmake: user/lib/strixpeerConfigVersion.cmake.in VERS
 $(B)/tests/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(B)/libstrixpeer.a | $(B)/tests
 	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests -o $@ $< $(B)/libstrixpeer.a \
 		-libverbs -lrdmacm -lm $(NL_LIBS) -lpthread
+
+# libstrixpeer-preload.so (user/preload/): LD_PRELOAD interposer for
+# unmodified verbs programs; links libibverbs only, exports the three
+# ibv_reg_mr* functions and nothing else.
+PRELOAD_SO := $(B)/libstrixpeer-preload.so
+$(PRELOAD_SO): user/preload/preload.c include/uapi/strixpeer.h
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -fPIC -shared -fvisibility=hidden \
+		-Wl,-z,defs -Wl,-z,now -o $@ $< -libverbs -lpthread
+
+# The suite's stand-in for hipMalloc under unmodified programs (test only).
+GPUALLOC_SO := $(B)/tests/libspgpualloc.so
+user: $(GPUALLOC_SO)
+$(GPUALLOC_SO): tests/preload/gpualloc.c | $(B)/tests
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ $< -lpthread
 
 # The fuzzer (tests/fuzz/): raw syscalls and netlink, no library.
 FUZZ_BIN := $(B)/tests/fuzz
@@ -246,6 +260,7 @@ MAN_ALIASES = $(shell scripts/man-aliases.sh docs/man user/lib/libstrixpeer.map)
 CMAKEDIR := $(LIBDIR)/cmake/strixpeer
 INSTALLED = $(LIBDIR)/$(SONAME).0.0 $(LIBDIR)/$(SONAME) $(LIBDIR)/libstrixpeer.so \
 	$(LIBDIR)/libstrixpeer.a $(LIBDIR)/pkgconfig/strixpeer.pc \
+	$(LIBDIR)/strixpeer/libstrixpeer-preload.so \
 	$(CMAKEDIR)/strixpeerConfig.cmake $(CMAKEDIR)/strixpeerConfigVersion.cmake \
 	$(INCLUDEDIR)/strixpeer.h $(BINDIR)/strixpeerctl \
 	$(addprefix $(MANDIR)/man3/,$(MAN3)) $(addprefix $(MANDIR)/man8/,$(MAN8)) \
@@ -266,6 +281,8 @@ install-lib: lib
 	ln -sf $(SONAME).0.0 $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME).0.0 $(DESTDIR)$(LIBDIR)/libstrixpeer.so
 	install -m 0644 $(B)/libstrixpeer.a $(DESTDIR)$(LIBDIR)/
+	install -d $(DESTDIR)$(LIBDIR)/strixpeer
+	install -m 0644 $(PRELOAD_SO) $(DESTDIR)$(LIBDIR)/strixpeer/
 	install -m 0644 $(B)/strixpeer.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
 	install -m 0644 $(B)/strixpeerConfig.cmake $(B)/strixpeerConfigVersion.cmake \
 		$(DESTDIR)$(CMAKEDIR)/
@@ -285,7 +302,7 @@ install-lib: lib
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
-	-rmdir $(DESTDIR)$(CMAKEDIR) 2>/dev/null
+	-rmdir $(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(LIBDIR)/strixpeer 2>/dev/null
 	$(LDCONFIG)
 
 # DKMS from a checkout: the same sources and dkms.conf the strixpeer-dkms

@@ -20,6 +20,10 @@
  *   every byte over RDMA, the cache noticing another BO at the address,
  *   a read-only mapping, the gpusim BO pinned then moved with no stale
  *   write;
+ * - run again under LD_PRELOAD=libstrixpeer-preload.so: plain ibv_reg_mr(),
+ *   ibv_reg_mr_iova() and ibv_reg_mr_iova2() on GPU memory, every byte
+ *   over RDMA; host memory, unmapped and read-only ranges as without it;
+ *   the preload's cost on host registrations (a ratio);
  * - sp_gpusim: the BO cannot move while the (pinned) MR lives; after
  *   ibv_dereg_mr() it moves, the old rkey is refused and no write reaches
  *   the moved-away backing (gpusim's poison check).
@@ -31,8 +35,10 @@
 #pragma GCC diagnostic pop
 #include "gpusim.h"
 
+#include <dlfcn.h>
 #include <grp.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #define ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 /*
@@ -661,6 +667,132 @@ static void test_sp_reg_mr_gpusim_range_pinned_then_moves(void)
 	close(g);
 }
 
+/*
+ * Run under LD_PRELOAD=libstrixpeer-preload.so (the suite's
+ * rdma_dmabuf-preload): the program's plain ibv_reg_mr() reaches the
+ * preload, not libibverbs. libibverbs' own functions, for comparison.
+ */
+static void *verbs_own(const char *name, const char *version)
+{
+	void *h = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_NOLOAD);
+	void *f;
+
+	CHECK(h, "libibverbs.so.1 not loaded: %s", dlerror());
+	f = dlvsym(h, name, version);
+	dlclose(h);
+	CHECK(f, "%s@%s: %s", name, version, dlerror());
+	return f;
+}
+
+static void need_preload(void)
+{
+	if (dlsym(RTLD_DEFAULT, "ibv_reg_mr") == verbs_own("ibv_reg_mr", "IBVERBS_1.1"))
+		SKIP("not run under LD_PRELOAD=libstrixpeer-preload.so (the suite's rdma_dmabuf-preload run is)");
+}
+
+/*
+ * Unmodified code: ibv_reg_mr(), ibv_reg_mr_iova() and ibv_reg_mr_iova2()
+ * (with IBV_ACCESS_RELAXED_ORDERING, as RCCL and UCX ask) on a GPU range
+ * mapped as libhsakmt maps hipMalloc's; every byte over RDMA through each.
+ */
+static void test_preload_plain_verbs_on_gpu_memory(void)
+{
+	struct sp_vgem_bo a;
+	struct ibv_mr *mr;
+	uint8_t *ap;
+	struct two t;
+
+	need_preload();
+	sp_vgem_bo_new(XLEN, &a);
+	ap = sp_aperture(XLEN, 2 * MiB);
+	sp_rocm_map(ap, XLEN, a.node, a.mmap_offset);
+	two_open(&t);
+	mr = ibv_reg_mr(t.b.pd, ap + MR_OFF, MR_LEN, ACCESS);
+	if (!mr && errno == EFAULT)
+		SKIP("ibv_reg_mr under the preload: EFAULT (does this rxe have dma-buf MRs? STRIXPEER_PRELOAD_DEBUG=1 says)");
+	CHECK(mr, "ibv_reg_mr on GPU memory under the preload: %s", strerror(errno));
+	CHECK(mr->addr == ap + MR_OFF && mr->length == MR_LEN, "MR at %p+%zu", mr->addr,
+	      mr->length);
+	check_mr(&t, mr, (uintptr_t)ap + MR_OFF, ap + MR_OFF, MR_OFF, 71);
+	CHECK_OK(ibv_dereg_mr(mr));
+	/* another iova: RDMA addresses it, the bytes land at the range */
+	mr = ibv_reg_mr_iova(t.b.pd, ap + MR_OFF, MR_LEN, 0x10000 + (MR_OFF & 4095), ACCESS);
+	CHECK(mr, "ibv_reg_mr_iova: %s", strerror(errno));
+	check_mr(&t, mr, 0x10000 + (MR_OFF & 4095), ap + MR_OFF, MR_OFF, 72);
+	CHECK_OK(ibv_dereg_mr(mr));
+	mr = ibv_reg_mr_iova2(t.b.pd, ap + MR_OFF, MR_LEN, (uintptr_t)ap + MR_OFF,
+			      ACCESS | IBV_ACCESS_RELAXED_ORDERING);
+	CHECK(mr, "ibv_reg_mr_iova2 with relaxed ordering: %s", strerror(errno));
+	check_mr(&t, mr, (uintptr_t)ap + MR_OFF, ap + MR_OFF, MR_OFF, 73);
+	CHECK_OK(ibv_dereg_mr(mr));
+	sp_rocm_free(ap, XLEN);
+	munmap(ap, XLEN);
+	sp_vgem_bo_free(&a);
+}
+
+/*
+ * What the preload leaves alone: host memory registers as it always did,
+ * an unmapped range still fails with EFAULT, a writable registration of a
+ * read-only GPU mapping too. And its cost where libibverbs succeeds:
+ * 4 KiB host registrations through the preload and through libibverbs'
+ * own function, alternated in one run, each first in half the rounds (a
+ * ratio; not asserted).
+ */
+static void test_preload_leaves_the_rest_alone(void)
+{
+	struct ibv_mr *(*own)(struct ibv_pd *, void *, size_t, int) =
+		(struct ibv_mr *(*)(struct ibv_pd *, void *, size_t, int))
+		verbs_own("ibv_reg_mr", "IBVERBS_1.1");
+	struct timespec t0, t1;
+	double ns[2] = { 0, 0 };
+	struct sp_vgem_bo a;
+	uint8_t *host, *hole, *ro;
+	struct ibv_mr *mr;
+	struct two t;
+
+	need_preload();
+	two_open(&t);
+	host = aligned_alloc(4096, 65536);
+	CHECK(host, "host memory");
+	memset(host, 0, 65536);
+	mr = ibv_reg_mr(t.b.pd, host, 65536, ACCESS);
+	CHECK(mr && mr->addr == host, "host memory: %s", mr ? "wrong addr" : strerror(errno));
+	CHECK_OK(ibv_dereg_mr(mr));
+	hole = mmap(NULL, 65536, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(hole != MAP_FAILED, "mmap");
+	munmap(hole, 65536);
+	errno = 0;
+	CHECK(!ibv_reg_mr(t.b.pd, hole, 65536, ACCESS) && errno == EFAULT,
+	      "an unmapped range: %s", strerror(errno));
+	sp_vgem_bo_new(XLEN, &a);
+	ro = mmap(NULL, XLEN, PROT_READ, MAP_SHARED, a.node, (off_t)a.mmap_offset);
+	CHECK(ro != MAP_FAILED, "BO mmap: %s", strerror(errno));
+	errno = 0;
+	CHECK(!ibv_reg_mr(t.b.pd, ro, XLEN, ACCESS) && errno == EFAULT,
+	      "a writable registration of a read-only GPU mapping: %s", strerror(errno));
+	munmap(ro, XLEN);
+	sp_vgem_bo_free(&a);
+	for (int round = 0; round < 20; round++) {
+		for (int k = 0; k < 2; k++) {
+			int via = k ^ (round & 1);	/* each goes first half the time */
+
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			for (int i = 0; i < 50; i++) {
+				mr = via ? own(t.b.pd, host, 4096, ACCESS) :
+					   ibv_reg_mr(t.b.pd, host, 4096, ACCESS);
+				CHECK(mr, "4 KiB host registration: %s", strerror(errno));
+				ibv_dereg_mr(mr);
+			}
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			ns[via] += (double)(t1.tv_sec - t0.tv_sec) * 1e9 +
+				   (double)(t1.tv_nsec - t0.tv_nsec);
+		}
+	}
+	tap_diag("host 4 KiB ibv_reg_mr+ibv_dereg_mr, 1000 each: through the preload %.1f us, libibverbs' own %.1f us per pair (ratio %.3f)",
+		 ns[0] / 1000 / 1000, ns[1] / 1000 / 1000, ns[0] / ns[1]);
+	free(host);
+}
+
 static const struct tap_case cases[] = {
 	TAP_CASE_T(test_dmabuf_mr_udmabuf, 240),
 	TAP_CASE_T(test_dmabuf_mr_vgem, 240),
@@ -674,6 +806,8 @@ static const struct tap_case cases[] = {
 	TAP_CASE_T(test_sp_reg_mr_gpu_range_takes_dmabuf_path, 240),
 	TAP_CASE_T(test_sp_reg_mr_gpu_range_read_only, 240),
 	TAP_CASE_T(test_sp_reg_mr_gpusim_range_pinned_then_moves, 240),
+	TAP_CASE_T(test_preload_plain_verbs_on_gpu_memory, 240),
+	TAP_CASE_T(test_preload_leaves_the_rest_alone, 240),
 };
 
 TAP_MAIN(cases)

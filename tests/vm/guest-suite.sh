@@ -163,6 +163,13 @@ run_rxe_dmabuf() {
 	if tests/vm/rxe-dmabuf.sh load "$rxedb" > "$out/rxe-dmabuf-load.log" 2>&1; then
 		gcase ok "rxe_dmabuf_loads"
 		run_tap rdma_dmabuf build/tests/rdma_dmabuf || r=1
+		# unmodified verbs calls through libstrixpeer-preload.so
+		run_tap rdma_dmabuf-preload env LD_PRELOAD="$PWD/build/libstrixpeer-preload.so" \
+			SP_CASES="test_preload_plain_verbs_on_gpu_memory test_preload_leaves_the_rest_alone" \
+			build/tests/rdma_dmabuf || r=1
+		# unmodified perftest on stand-in GPU memory through it
+		run_tap preload tests/preload-guest.sh "$PWD/build/libstrixpeer-preload.so" \
+			"$PWD/build/tests/libspgpualloc.so" || r=1
 	else
 		gcase "not ok" "rxe_dmabuf_loads" "# see rxe-dmabuf-load.log"
 		r=1

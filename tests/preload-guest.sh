@@ -1,0 +1,96 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Unmodified perftest on GPU memory through libstrixpeer-preload.so, in
+# the test VM with the dma-buf rxe loaded (tests/vm/guest-suite.sh's
+# rdma_dmabuf group). tests/preload/gpualloc.c stands in for hipMalloc:
+# perftest's memalign()ed buffers become vgem BOs mapped as libhsakmt
+# maps GPU memory, which ibv_reg_mr() cannot pin (EFAULT).
+#
+#   preload-guest.sh <libstrixpeer-preload.so> <libspgpualloc.so>
+#
+# For ib_write_bw and ib_read_bw, rxe0 (client) to rxe1 (server), both
+# sides on "GPU memory":
+#   - without the preload the registration fails (the control; perftest
+#     4.5-0.17 with -R then dies of SIGSEGV on its error path, exit 139:
+#     not investigated, and not what is checked);
+#   - with it both sides register through the dma-buf and the run
+#     completes with a bandwidth line.
+# perftest does not check the bytes it moves (tests/rdma_dmabuf.c's
+# preload cases do, every byte). Prints TAP; logs in $SP_OUT/preload/.
+set -u
+preload=$1
+gpualloc=$2
+out=$SP_OUT/preload
+mkdir -p "$out"
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+. tests/tap.sh
+
+size=$((1 << 20))
+iters=200
+port=18700
+
+# one perftest run: run <name> <tool> <LD_PRELOAD>; 0 when both sides exit 0
+run() {
+	local name=$1 tool=$2 pl=$3 spid rc src
+	port=$((port + 1))
+	env LD_PRELOAD="$pl" STRIXPEER_PRELOAD_DEBUG=1 SP_GPUALLOC_LOG=1 \
+		timeout 300 "$tool" -d rxe1 -R -s $size -n $iters -p $port \
+		> "$out/$name-server.log" 2>&1 &
+	spid=$!
+	# the client retries its connect until the server listens (bounded)
+	rc=1
+	for _ in $(seq 30); do
+		# (in its own shell: a crash is reported into its log, not the TAP)
+		bash -c '"$@"; exit $?' client env LD_PRELOAD="$pl" STRIXPEER_PRELOAD_DEBUG=1 \
+			SP_GPUALLOC_LOG=1 timeout 300 "$tool" -d rxe0 -R -s $size -n $iters \
+			-p $port 198.18.0.2 > "$out/$name-client.log" 2>&1
+		rc=$?
+		# anything but "could not connect yet" is the answer
+		grep -q -i -E 'unable to perform rdma_client function|Unable to init the socket|Couldn.t connect' \
+			"$out/$name-client.log" || break
+		kill -0 $spid 2> /dev/null || break
+		sleep 1
+	done
+	src=0
+	# a client that failed leaves its server waiting for a peer: end it
+	[ $rc -eq 0 ] || kill $spid 2> /dev/null
+	if ! timeout 120 tail --pid=$spid -f /dev/null; then
+		echo "# $name: server still running after the client ended; killing it" >> "$out/$name-server.log"
+		kill $spid 2> /dev/null
+	fi
+	wait $spid || src=$?
+	echo "client exit $rc, server exit $src" > "$out/$name-exit"
+	[ $rc -eq 0 ] && [ $src -eq 0 ]
+}
+
+if ! command -v ib_write_bw > /dev/null; then
+	skip perftest_present "perftest is not installed in the VM"
+	finish
+fi
+for tool in ib_write_bw ib_read_bw; do
+	run "$tool-control" "$tool" "$gpualloc"
+	crc=$?
+	gpu=$(grep -c 'GPU memory at' "$out/$tool-control-client.log")
+	[ "$crc" -ne 0 ] && [ "$gpu" -gt 0 ]
+	result $? "${tool}_on_gpu_memory_fails_without_the_preload" \
+		"$(cat "$out/$tool-control-exit") $(tail -5 "$out/$tool-control-client.log")"
+
+	run "$tool" "$tool" "$preload $gpualloc"
+	prc=$?
+	result $prc "${tool}_on_gpu_memory_completes_with_the_preload" \
+		"$(cat "$out/$tool-exit") $(tail -8 "$out/$tool-client.log") $(tail -8 "$out/$tool-server.log")"
+	ok=0
+	for side in client server; do
+		grep -q 'GPU memory at' "$out/$tool-$side.log" &&
+			grep -q 'registered through its dma-buf' "$out/$tool-$side.log" || ok=1
+	done
+	result $ok "${tool}_both_sides_registered_gpu_memory_through_the_dmabuf" \
+		"$(grep -h 'strixpeer-preload\|gpualloc' "$out/$tool-client.log" "$out/$tool-server.log" | head -8)"
+	# the result line: size, iterations, bandwidths
+	grep -q -E "^ *$size +$iters " "$out/$tool-client.log"
+	result $? "${tool}_reports_a_bandwidth" "$(tail -5 "$out/$tool-client.log")"
+	while read -r line; do
+		cases+=("# $tool: $line")
+	done < <(grep -h -E "^ *$size +$iters " "$out/$tool-client.log")
+done
+finish
