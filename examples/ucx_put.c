@@ -16,6 +16,11 @@
  * buffer ("pinned by a NIC registration"); the initiator prints its
  * endpoint's lanes (transport/device). Exit status 0: every byte arrived.
  *
+ * UCX_PUT_MEM=memalign: both sides use memalign()ed memory instead of a
+ * strixpeer buffer - plain host memory to compare with, or GPU memory when
+ * an LD_PRELOAD allocator makes it so (the test suite's hipMalloc
+ * stand-in, with libstrixpeer-preload.so registering it for UCX).
+ *
  * On a cluster (two Strix Halo nodes, ConnectX over RoCE; README "Run it
  * on a cluster"):
  *   cc -O2 ucx_put.c $(pkg-config --cflags --libs strixpeer ucx) -o ucx_put
@@ -23,6 +28,7 @@
  *   nodeA$ UCX_TLS=rc,self UCX_NET_DEVICES=mlx5_0:1 ./ucx_put nodeB
  * "rc_verbs/mlx5_0:1" (or rc_mlx5) in the lane lines is the RDMA path.
  */
+#include <malloc.h>
 #include <poll.h>
 #include <string.h>
 #include <strixpeer.h>
@@ -71,6 +77,7 @@ static int show(const struct sp_buf_entry *e, void *who)
 int main(int argc, char **argv)
 {
 	int target = argc > 1 && !strcmp(argv[1], "-l"), fd;
+	const char *mem = getenv("UCX_PUT_MEM");
 	uint64_t max = argc > 3 ? strtoull(argv[3], NULL, 0) : 64 << 20;
 	ucp_params_t cp = { .field_mask = UCP_PARAM_FIELD_FEATURES,
 			    .features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP };
@@ -93,12 +100,22 @@ int main(int argc, char **argv)
 
 	if (argc < 2 || !strcmp(argv[1], "-h"))
 		DIE("usage: ucx_put -l [PORT] | ucx_put HOST [PORT [MAXSIZE]]");
-	if (sp_dev_open(NULL, &dev) || sp_buf_alloc(dev, max, SP_NODE_DEFAULT, 0, &buf))
+	if (sp_dev_open(NULL, &dev))
 		DIE("ucx_put: strixpeer: %s", sp_errmsg());
+	if (mem && !strcmp(mem, "memalign")) {
+		buf = NULL;
+		mp.address = memalign(4096, max);
+		mp.length = max;
+		if (!mp.address)
+			DIE("ucx_put: memalign of %llu bytes failed", (unsigned long long)max);
+	} else {
+		if (sp_buf_alloc(dev, max, SP_NODE_DEFAULT, 0, &buf))
+			DIE("ucx_put: strixpeer: %s", sp_errmsg());
+		mp.address = sp_buf_addr(buf);
+		mp.length = sp_buf_size(buf);
+	}
 	OK(ucp_init(&cp, NULL, &ctx));
 	OK(ucp_worker_create(ctx, &wp, &worker));
-	mp.address = sp_buf_addr(buf);
-	mp.length = sp_buf_size(buf);
 	OK(ucp_mem_map(ctx, &mp, &memh));	/* registers the buffer with the NIC */
 	fd = tcp(target ? NULL : argv[1], argc > 2 ? argv[2] : "13377");
 	if (target) {
@@ -162,7 +179,10 @@ int main(int argc, char **argv)
 	ucp_mem_unmap(ctx, memh);
 	ucp_worker_destroy(worker);
 	ucp_cleanup(ctx);
-	sp_buf_free(buf);
+	if (buf)
+		sp_buf_free(buf);
+	else
+		free(mp.address);
 	sp_dev_close(dev);
 	return 0;
 }

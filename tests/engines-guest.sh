@@ -53,11 +53,13 @@ wait_for() {	# wait_for <file> <ERE> <tenths of a second>
 	done
 	return 1
 }
-listening() {	# listening <tcp port>: wait up to 120 s
+listening() {	# listening <tcp port> <pid>: until it listens or the pid is gone (120 s)
 	for _ in $(seq 1200); do
 		ss -Hltn "sport = :$1" | grep -q . && return 0
+		kill -0 "$2" 2> /dev/null || { echo "# process $2 ended before listening on $1"; return 1; }
 		sleep 0.1
 	done
+	echo "# nothing listens on $1 after 120 s"
 	return 1
 }
 baseline() { base_bufs=$(spstat buffers); base_pinned=$(spstat pinned_bytes); }
@@ -94,7 +96,7 @@ v1=$(tx veth1)
 # line-buffered, so that a run the timeout ends shows how far it got
 UCX_NET_DEVICES=rxe1:1 timeout 300 stdbuf -oL -eL $ex/ucx_put -l 13377 > "$out/ucx-target.log" 2>&1 &
 tpid=$!
-listening 13377
+listening 13377 $tpid
 UCX_NET_DEVICES=rxe0:1 timeout 300 stdbuf -oL -eL $ex/ucx_put 198.18.0.2 13377 $((64 * MiB)) \
 	> "$out/ucx-initiator.log" 2>&1
 irc=$?

@@ -27,6 +27,7 @@ expected() {
 	local f
 	printf '%s\n' bin/strixpeerctl include/strixpeer.h lib/libstrixpeer.so.1.0.0 \
 		lib/libstrixpeer.so.1 lib/libstrixpeer.so lib/libstrixpeer.a \
+		lib/strixpeer/libstrixpeer-preload.so \
 		lib/pkgconfig/strixpeer.pc lib/cmake/strixpeer/strixpeerConfig.cmake \
 		lib/cmake/strixpeer/strixpeerConfigVersion.cmake \
 		share/bash-completion/completions/strixpeerctl \

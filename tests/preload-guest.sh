@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Unmodified perftest on GPU memory through libstrixpeer-preload.so, in
+# Unmodified perftest and UCX on GPU memory through libstrixpeer-preload.so, in
 # the test VM with the dma-buf rxe loaded (tests/vm/guest-suite.sh's
 # rdma_dmabuf group). tests/preload/gpualloc.c stands in for hipMalloc:
 # perftest's memalign()ed buffers become vgem BOs mapped as libhsakmt
@@ -16,7 +16,9 @@
 #   - with it both sides register through the dma-buf and the run
 #     completes with a bandwidth line.
 # perftest does not check the bytes it moves (tests/rdma_dmabuf.c's
-# preload cases do, every byte). Prints TAP; logs in $SP_OUT/preload/.
+# preload cases do, every byte). Then UCX: examples/ucx_put on that memory
+# on both sides, every byte checked by the program. Prints TAP; logs in
+# $SP_OUT/preload/.
 set -u
 preload=$1
 gpualloc=$2
@@ -93,4 +95,50 @@ for tool in ib_write_bw ib_read_bw; do
 		cases+=("# $tool: $line")
 	done < <(grep -h -E "^ *$size +$iters " "$out/$tool-client.log")
 done
+
+# UCX: examples/ucx_put with both sides' buffers from memalign()
+# (UCX_PUT_MEM), made GPU memory by the stand-in, registered by UCX's own
+# ibv_reg_mr calls through the preload; the program checks every byte.
+ucxport=13390
+listening() {	# listening <port> <pid>: until it listens, or the pid is gone (120 s)
+	for _ in $(seq 1200); do
+		ss -Hltn "sport = :$1" | grep -q . && return 0
+		kill -0 "$2" 2> /dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+export UCX_UD_VERBS_ETH_DGID_CHECK=n UCX_TLS=rc,self
+ex=build/examples
+if [ ! -x $ex/ucx_put ]; then
+	skip ucx_put_on_gpu_memory_with_the_preload "no $ex/ucx_put (make examples; libucx-dev)"
+	finish
+fi
+env UCX_PUT_MEM=memalign LD_PRELOAD="$preload $gpualloc" STRIXPEER_PRELOAD_DEBUG=1 \
+	SP_GPUALLOC_LOG=1 UCX_NET_DEVICES=rxe1:1 timeout 300 stdbuf -oL -eL $ex/ucx_put -l $ucxport \
+	> "$out/ucx-target.log" 2>&1 &
+tpid=$!
+irc=1
+if listening $ucxport $tpid; then
+	env UCX_PUT_MEM=memalign LD_PRELOAD="$preload $gpualloc" STRIXPEER_PRELOAD_DEBUG=1 \
+		SP_GPUALLOC_LOG=1 UCX_NET_DEVICES=rxe0:1 timeout 300 stdbuf -oL -eL \
+		$ex/ucx_put 198.18.0.2 $ucxport $((16 << 20)) > "$out/ucx-initiator.log" 2>&1
+	irc=$?
+else
+	echo "# the target never listened on $ucxport" >> "$out/ucx-target.log"
+	kill $tpid 2> /dev/null
+fi
+trc=0
+wait $tpid || trc=$?
+[ $irc -eq 0 ] && [ $trc -eq 0 ] &&
+	[ "$(grep -c 'put and got back, every byte verified' "$out/ucx-initiator.log")" -eq 7 ]
+result $? "ucx_put_4KiB_to_16MiB_on_gpu_memory_every_byte_verified" \
+	"initiator exit $irc, target $trc: $(tail -6 "$out/ucx-initiator.log") $(tail -6 "$out/ucx-target.log")"
+ok=0
+for side in initiator target; do
+	grep -q 'GPU memory at' "$out/ucx-$side.log" &&
+		grep -q 'registered through its dma-buf' "$out/ucx-$side.log" || ok=1
+done
+result $ok "ucx_both_sides_registered_gpu_memory_through_the_dmabuf" \
+	"$(grep -h 'strixpeer-preload\|gpualloc' "$out/ucx-initiator.log" "$out/ucx-target.log" | head -8)"
 finish
