@@ -314,6 +314,16 @@ static void test_gem_dmabuf_closed_handle_refused(void)
 	close(sp);
 }
 
+/* In a forked child: a BO of its own, or exit 3 without a vgem card. */
+static void child_bo(struct bo *b)
+{
+	int card = sp_vgem_card();
+
+	if (card < 0)
+		_exit(3);
+	bo_new(b, card, BO_LEN, PROT_READ | PROT_WRITE);
+}
+
 /*
  * Another process's BO: a child maps one and says where; at that address
  * this process maps its own memory (or nothing), never the child's BO.
@@ -330,12 +340,9 @@ static void test_gem_dmabuf_other_process_bo_unreachable(void)
 	pid = fork();
 	CHECK(pid >= 0, "fork");
 	if (pid == 0) {
-		int card = sp_vgem_card();
 		struct bo b;
 
-		if (card < 0)
-			_exit(3);
-		bo_new(&b, card, BO_LEN, PROT_READ | PROT_WRITE);
+		child_bo(&b);
 		where = (uintptr_t)b.map;
 		if (write(sv[1], &where, sizeof(where)) != sizeof(where))
 			_exit(1);
@@ -358,12 +365,9 @@ static void test_gem_dmabuf_other_process_bo_unreachable(void)
 	pid = fork();
 	CHECK(pid >= 0, "fork");
 	if (pid == 0) {
-		int card = sp_vgem_card();
 		struct bo b;
 
-		if (card < 0)
-			_exit(3);
-		bo_new(&b, card, BO_LEN, PROT_READ | PROT_WRITE);
+		child_bo(&b);
 		/* the parent's /dev/strixpeer, inherited */
 		_exit(gem_ioctl(sp, b.map, 4096, 0, &g) < 0 && errno == EACCES ? 0 : 1);
 	}

@@ -65,6 +65,17 @@ run() {
 	[ $rc -eq 0 ] && [ $src -eq 0 ]
 }
 
+# registered_both <case> <log> <log>: each side had GPU memory and the
+# preload registered it through the dma-buf
+registered_both() {
+	local name=$1 ok=0
+	shift
+	for log in "$@"; do
+		grep -q 'GPU memory at' "$log" && grep -q 'registered through its dma-buf' "$log" || ok=1
+	done
+	result $ok "$name" "$(grep -h 'strixpeer-preload\|gpualloc' "$@" | head -8)"
+}
+
 if ! command -v ib_write_bw > /dev/null; then
 	skip perftest_present "perftest is not installed in the VM"
 	finish
@@ -81,13 +92,8 @@ for tool in ib_write_bw ib_read_bw; do
 	prc=$?
 	result $prc "${tool}_on_gpu_memory_completes_with_the_preload" \
 		"$(cat "$out/$tool-exit") $(tail -8 "$out/$tool-client.log") $(tail -8 "$out/$tool-server.log")"
-	ok=0
-	for side in client server; do
-		grep -q 'GPU memory at' "$out/$tool-$side.log" &&
-			grep -q 'registered through its dma-buf' "$out/$tool-$side.log" || ok=1
-	done
-	result $ok "${tool}_both_sides_registered_gpu_memory_through_the_dmabuf" \
-		"$(grep -h 'strixpeer-preload\|gpualloc' "$out/$tool-client.log" "$out/$tool-server.log" | head -8)"
+	registered_both "${tool}_both_sides_registered_gpu_memory_through_the_dmabuf" \
+		"$out/$tool-client.log" "$out/$tool-server.log"
 	# the result line: size, iterations, bandwidths
 	grep -q -E "^ *$size +$iters " "$out/$tool-client.log"
 	result $? "${tool}_reports_a_bandwidth" "$(tail -5 "$out/$tool-client.log")"
@@ -134,11 +140,6 @@ wait $tpid || trc=$?
 	[ "$(grep -c 'put and got back, every byte verified' "$out/ucx-initiator.log")" -eq 7 ]
 result $? "ucx_put_4KiB_to_16MiB_on_gpu_memory_every_byte_verified" \
 	"initiator exit $irc, target $trc: $(tail -6 "$out/ucx-initiator.log") $(tail -6 "$out/ucx-target.log")"
-ok=0
-for side in initiator target; do
-	grep -q 'GPU memory at' "$out/ucx-$side.log" &&
-		grep -q 'registered through its dma-buf' "$out/ucx-$side.log" || ok=1
-done
-result $ok "ucx_both_sides_registered_gpu_memory_through_the_dmabuf" \
-	"$(grep -h 'strixpeer-preload\|gpualloc' "$out/ucx-initiator.log" "$out/ucx-target.log" | head -8)"
+registered_both ucx_both_sides_registered_gpu_memory_through_the_dmabuf \
+	"$out/ucx-initiator.log" "$out/ucx-target.log"
 finish

@@ -460,6 +460,34 @@ static void test_sp_reg_mr_buffer_no_plain_takes_dmabuf_path(void)
 }
 
 /*
+ * A gpusim BO whose (pinned) MR was just released, after a WRITE of
+ * pattern @last through @rkey: nothing pins or maps it any more, it moves,
+ * a WRITE through the old rkey is refused and lands nowhere (gpusim's
+ * poison check), and the moved BO holds what the last WRITE left.
+ */
+static void released_bo_moves(struct two *t, int g, uint32_t h, uint8_t *cpu, uint64_t iova,
+			      uint32_t rkey, uint64_t stale0, uint32_t last)
+{
+	struct sp_gpusim_info info = gpusim_info(g, h);
+	uint32_t moved = 0;
+	struct ibv_wc wc;
+	int64_t bad;
+
+	CHECK(info.pin_count == 0 && info.mappings == 0 && info.attachments == 0,
+	      "after the MR went: pins %u, mappings %u, attachments %u", info.pin_count,
+	      info.mappings, info.attachments);
+	CHECK(gpusim_move(g, h, 0, SP_GPUSIM_MOVE_EVICT | SP_GPUSIM_MOVE_WAIT, &moved) == 0 &&
+	      moved == 1, "the released BO does not move: %s (moved %u)", strerror(errno), moved);
+	sp_fill(t->host, MR_LEN, 0, last + 1);
+	wc = rdma_op(t, IBV_WR_RDMA_WRITE, 0, iova, rkey, MR_LEN);
+	CHECK(wc.status == IBV_WC_REM_ACCESS_ERR, "WRITE through the deregistered rkey: %s",
+	      ibv_wc_status_str(wc.status));
+	gpusim_check_no_stale(g, stale0);
+	bad = sp_verify(cpu + MR_OFF, MR_LEN, 0, last);
+	CHECK(bad < 0, "byte %" PRId64 " of the moved BO is not what the last WRITE left", bad);
+}
+
+/*
  * sp_gpusim, the moving exporter: the MR pins the BO, which then refuses
  * to move; after ibv_dereg_mr() it moves, rxe refuses the old rkey, and
  * no write reached the moved-away backing.
@@ -470,13 +498,11 @@ static void test_dmabuf_mr_gpusim_pinned_then_moves(void)
 	struct sp_gpusim_info info;
 	uint64_t mmo, stale0;
 	struct ibv_mr *mr;
-	struct ibv_wc wc;
 	uint32_t h, moved = 0, rkey;
 	uint8_t *cpu;
 	uint64_t iova;
 	struct two t;
 	int g, fd;
-	int64_t bad;
 
 	g = gpusim_open();
 	h = gpusim_create(g, size, SP_GPUSIM_DOMAIN_GTT, 0, &mmo);
@@ -502,20 +528,7 @@ static void test_dmabuf_mr_gpusim_pinned_then_moves(void)
 	rdma_ok(&t, IBV_WR_RDMA_WRITE, 0, iova, mr->rkey, MR_LEN);
 	rkey = mr->rkey;
 	CHECK_OK(ibv_dereg_mr(mr));
-	info = gpusim_info(g, h);
-	CHECK(info.pin_count == 0 && info.mappings == 0 && info.attachments == 0,
-	      "after ibv_dereg_mr: pins %u, mappings %u, attachments %u", info.pin_count,
-	      info.mappings, info.attachments);
-	CHECK(gpusim_move(g, h, 0, SP_GPUSIM_MOVE_EVICT | SP_GPUSIM_MOVE_WAIT, &moved) == 0 &&
-	      moved == 1, "the unpinned BO does not move: %s (moved %u)", strerror(errno), moved);
-	/* a WRITE through the old rkey: refused, lands nowhere */
-	sp_fill(t.host, MR_LEN, 0, 56);
-	wc = rdma_op(&t, IBV_WR_RDMA_WRITE, 0, iova, rkey, MR_LEN);
-	CHECK(wc.status == IBV_WC_REM_ACCESS_ERR, "WRITE through the deregistered rkey: %s",
-	      ibv_wc_status_str(wc.status));
-	gpusim_check_no_stale(g, stale0);
-	bad = sp_verify(cpu + MR_OFF, MR_LEN, 0, 55);
-	CHECK(bad < 0, "byte %" PRId64 " of the moved BO is not what the last WRITE left", bad);
+	released_bo_moves(&t, g, h, cpu, iova, rkey, stale0, 55);
 	munmap(cpu, size);
 	close(fd);
 	close(g);
@@ -618,10 +631,8 @@ static void test_sp_reg_mr_gpusim_range_pinned_then_moves(void)
 	uint64_t mmo, stale0, iova;
 	uint32_t h, moved = 0, rkey;
 	struct sp_mr *m;
-	struct ibv_wc wc;
 	uint8_t *cpu;
 	struct two t;
-	int64_t bad;
 	int g, ret;
 
 	g = gpusim_open();
@@ -649,19 +660,7 @@ static void test_sp_reg_mr_gpusim_range_pinned_then_moves(void)
 	rdma_ok(&t, IBV_WR_RDMA_WRITE, 0, iova, rkey, MR_LEN);
 	CHECK_OK(sp_dereg_mr(m));
 	CHECK(reg_stats(dev).entries == 0, "the registration stayed cached");
-	info = gpusim_info(g, h);
-	CHECK(info.pin_count == 0 && info.mappings == 0 && info.attachments == 0,
-	      "after sp_dereg_mr: pins %u, mappings %u, attachments %u", info.pin_count,
-	      info.mappings, info.attachments);
-	CHECK(gpusim_move(g, h, 0, SP_GPUSIM_MOVE_EVICT | SP_GPUSIM_MOVE_WAIT, &moved) == 0 &&
-	      moved == 1, "the released BO does not move: %s (moved %u)", strerror(errno), moved);
-	sp_fill(t.host, MR_LEN, 0, 58);
-	wc = rdma_op(&t, IBV_WR_RDMA_WRITE, 0, iova, rkey, MR_LEN);
-	CHECK(wc.status == IBV_WC_REM_ACCESS_ERR, "WRITE through the deregistered rkey: %s",
-	      ibv_wc_status_str(wc.status));
-	gpusim_check_no_stale(g, stale0);
-	bad = sp_verify(cpu + MR_OFF, MR_LEN, 0, 57);
-	CHECK(bad < 0, "byte %" PRId64 " of the moved BO is not what the last WRITE left", bad);
+	released_bo_moves(&t, g, h, cpu, iova, rkey, stale0, 57);
 	sp_dev_close(dev);
 	munmap(cpu, size);
 	close(g);
