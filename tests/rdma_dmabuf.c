@@ -618,6 +618,21 @@ static void test_sp_reg_mr_gpu_range_read_only(void)
 	sp_vgem_bo_free(&a);
 }
 
+/* The loaded module's claim_gem_drivers, for messages. */
+static const char *gem_drivers(void)
+{
+	static char v[160] = "unreadable";
+	FILE *f = fopen("/sys/module/strixpeer/parameters/claim_gem_drivers", "re");
+
+	if (f) {
+		if (!fgets(v, sizeof(v), f))
+			v[0] = 0;
+		v[strcspn(v, "\n")] = 0;
+		fclose(f);
+	}
+	return v;
+}
+
 /*
  * sp_gpusim's moving BO, registered by sp_reg_mr() through its mapping
  * alone (no import, no PRIME export by the test): pinned while the MR
@@ -645,8 +660,9 @@ static void test_sp_reg_mr_gpusim_range_pinned_then_moves(void)
 	ret = sp_reg_mr(dev, t.b.pd, cpu + MR_OFF, MR_LEN, ACCESS, 0, &m);
 	if (ret < 0 && strstr(sp_errmsg(), "this device cannot register dma-bufs"))
 		SKIP("%s", sp_errmsg());
-	CHECK(ret == 0 && sp_mr_path(m) == SP_REG_DMABUF, "sp_reg_mr on a gpusim BO: %d (%s)",
-	      ret, ret < 0 ? sp_errmsg() : sp_reg_path_name(sp_mr_path(m)));
+	CHECK(ret == 0 && sp_mr_path(m) == SP_REG_DMABUF,
+	      "sp_reg_mr on a gpusim BO: %d (%s; module's claim_gem_drivers: %s)", ret,
+	      ret < 0 ? sp_errmsg() : sp_reg_path_name(sp_mr_path(m)), gem_drivers());
 	info = gpusim_info(g, h);
 	CHECK(info.pin_count >= 1 && info.mappings == 1, "pins %u, mappings %u with the MR",
 	      info.pin_count, info.mappings);

@@ -135,7 +135,11 @@ assert m['status'] == 'FAIL' and '1024' in m['summary'] and '4096' in m['summary
 assert 'mtu 9000' in m['advice'], m" && [ "$rc" -eq 2 ]
 result $? "compare_flags_mtu"
 
-# module unloaded: FAIL with the fix; then back as the suite had it
+# module unloaded: FAIL with the fix; then back as the suite had it (with
+# the parameters it was loaded with: later groups rely on claim_gem_drivers)
+keep=()
+[ -r /sys/module/strixpeer/parameters/claim_gem_drivers ] &&
+	keep=("claim_gem_drivers=$(cat /sys/module/strixpeer/parameters/claim_gem_drivers)")
 if rmmod strixpeer 2> "$tmp/rmmod.err"; then
 	$ctl doctor -j --only strixpeer > "$tmp/nomod.json"
 	rc=$?
@@ -144,7 +148,7 @@ m=get('strixpeer.module', '')
 assert m['status'] == 'FAIL' and 'modprobe strixpeer' in m['advice'], m
 assert get('strixpeer.device', '/dev/strixpeer')['status'] == 'SKIP'" && [ "$rc" -eq 2 ]
 	result $? "module_unloaded_fails"
-	insmod "$ko" && udevadm settle 2> /dev/null
+	insmod "$ko" "${keep[@]}" && udevadm settle 2> /dev/null
 	$ctl doctor -j --only strixpeer > "$tmp/back.json"
 	py "$tmp/back.json" "assert get('strixpeer.module', '')['status'] == 'PASS'"
 	result $? "module_reloaded"
