@@ -131,7 +131,7 @@ d=$t/dest/usr/local
 	[ "$(cat "$d/share/man/man3/sp_buf_alloc.3")" = ".so man3/libstrixpeer.3" ]
 result $? "destdir_cli_runpath_and_links" "RUNPATH '$(runpath "$d/bin/strixpeerctl")'"
 grep -qx 'Requires: libibverbs' "$d/lib/pkgconfig/strixpeer.pc" &&
-	grep -qx 'Requires.private: libnl-genl-3.0 librdmacm' "$d/lib/pkgconfig/strixpeer.pc" &&
+	grep -qx 'Requires.private: libnl-genl-3.0' "$d/lib/pkgconfig/strixpeer.pc" &&
 	PKG_CONFIG_PATH=$d/lib/pkgconfig pkg-config --libs strixpeer | grep -q -- '-lstrixpeer.*-libverbs'
 result $? "pkg_config_brings_libibverbs" "$(PKG_CONFIG_PATH=$d/lib/pkgconfig pkg-config --libs strixpeer 2>&1)"
 api=$(sed -n 's/^[[:space:]]*\(sp_[a-z0-9_]*\);.*/\1/p' user/lib/libstrixpeer.map | sort -u)

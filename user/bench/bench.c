@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libstrixpeer benchmarks: the memory kinds compared, the CPU-side figures
+ * strixpeerctl's benchmark: the memory kinds compared, the CPU-side figures
  * (allocation, registration, memcpy), what a kind's mapping looks like to
  * the CPU and to an HCA, and the report (JSON, text, gnuplot SVG). The
  * RDMA figures live in bench_rdma.c.
@@ -29,8 +29,7 @@
 #include <linux/types.h>
 
 #include "strixpeer.h"
-#include "internal.h"
-#include "bench.h"
+#include "bench_int.h"
 
 #define MiB		((uint64_t)1024 * 1024)
 #define HUGE_SZ		(2 * MiB)
@@ -64,6 +63,30 @@ static const char *const sp_kind_names[SP_BENCH_NR_KINDS] = {
 	[SP_BENCH_HUGETLB] = "hugetlb",
 	[SP_BENCH_DMABUF] = "dmabuf",
 };
+
+static __thread char sp_bench_msg[512];
+
+int sp_bench_fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sp_bench_msg, sizeof(sp_bench_msg), fmt, ap);
+	va_end(ap);
+	return -err;
+}
+
+int sp_bench_lib(int ret)
+{
+	if (ret < 0)
+		sp_bench_fail(-ret, "%s", sp_errmsg());
+	return ret;
+}
+
+const char *sp_bench_errmsg(void)
+{
+	return sp_bench_msg;
+}
 
 const char *sp_bench_kind_name(enum sp_bench_kind kind)
 {
@@ -136,13 +159,13 @@ static int sp_mem_anon(struct sp_bench_mem *m, int advice)
 	uint8_t *a = sp_reserve_aligned(m->size, &m->base, &m->map_len);
 
 	if (!a)
-		return sp_fail(errno, "mmap of %zu bytes: %s", m->size, strerror(errno));
+		return sp_bench_fail(errno, "mmap of %zu bytes: %s", m->size, strerror(errno));
 	if (mmap(a, m->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
 		 -1, 0) == MAP_FAILED || madvise(a, m->size, advice) < 0) {
 		int err = errno;
 
 		munmap(m->base, m->map_len);
-		return sp_fail(err, "anonymous mapping of %zu bytes: %s", m->size, strerror(err));
+		return sp_bench_fail(err, "anonymous mapping of %zu bytes: %s", m->size, strerror(err));
 	}
 	m->addr = a;
 	return 0;
@@ -158,9 +181,9 @@ static int sp_mem_hugetlb(struct sp_bench_mem *m)
 		int err = errno;
 
 		if (err == ENOMEM)
-			return sp_fail(err, "not enough free 2 MiB hugetlb pages for %zu bytes (/proc/sys/vm/nr_hugepages)",
+			return sp_bench_fail(err, "not enough free 2 MiB hugetlb pages for %zu bytes (/proc/sys/vm/nr_hugepages)",
 				       len);
-		return sp_fail(err, "MAP_HUGETLB mapping of %zu bytes: %s", len, strerror(err));
+		return sp_bench_fail(err, "MAP_HUGETLB mapping of %zu bytes: %s", len, strerror(err));
 	}
 	m->base = m->addr = p;
 	m->map_len = len;
@@ -174,22 +197,24 @@ static int sp_mem_dmabuf(struct sp_dev *dev, struct sp_bench_mem *m)
 	uint8_t *a;
 	int ret;
 
-	ret = sp_buf_alloc(dev, m->size, SP_NODE_DEFAULT, SP_ALLOC_UNMAPPED, &m->buf);
+	ret = sp_bench_lib(sp_buf_alloc(dev, m->size, SP_NODE_DEFAULT, SP_ALLOC_UNMAPPED,
+					&m->buf));
 	if (ret)
 		return ret;
 	len = sp_buf_size(m->buf);
-	ret = sp_buf_export(m->buf, SP_EXPORT_RDWR | SP_EXPORT_CLOEXEC, &m->dmabuf_fd);
+	ret = sp_bench_lib(sp_buf_export(m->buf, SP_EXPORT_RDWR | SP_EXPORT_CLOEXEC,
+					 &m->dmabuf_fd));
 	if (ret)
 		return ret;
 	/* dma-buf files place mappings anywhere: choose a 2 MiB-aligned spot */
 	a = sp_reserve_aligned(len, &m->base, &m->map_len);
 	if (!a)
-		return sp_fail(errno, "mmap reserve: %s", strerror(errno));
+		return sp_bench_fail(errno, "mmap reserve: %s", strerror(errno));
 	if (mmap(a, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, m->dmabuf_fd, 0) ==
 	    MAP_FAILED)
-		return sp_fail(errno, "mmap of the dma-buf: %s", strerror(errno));
+		return sp_bench_fail(errno, "mmap of the dma-buf: %s", strerror(errno));
 	m->addr = a;
-	return sp_import_dmabuf(dev, m->dmabuf_fd, 0, len, a, &m->imp);
+	return sp_bench_lib(sp_import_dmabuf(dev, m->dmabuf_fd, 0, len, a, &m->imp));
 }
 
 int sp_bench_mem_alloc(struct sp_dev *dev, enum sp_bench_kind kind, size_t size,
@@ -205,12 +230,12 @@ int sp_bench_mem_alloc(struct sp_dev *dev, enum sp_bench_kind kind, size_t size,
 	case SP_BENCH_STRIXPEER:
 	case SP_BENCH_DMABUF:
 		if (!dev)
-			return sp_fail(ENODEV, "no strixpeer device");
+			return sp_bench_fail(ENODEV, "no strixpeer device");
 		if (kind == SP_BENCH_DMABUF) {
 			ret = sp_mem_dmabuf(dev, m);
 			break;
 		}
-		ret = sp_buf_alloc(dev, size, SP_NODE_DEFAULT, 0, &m->buf);
+		ret = sp_bench_lib(sp_buf_alloc(dev, size, SP_NODE_DEFAULT, 0, &m->buf));
 		if (!ret)
 			m->addr = sp_buf_addr(m->buf);
 		break;
@@ -224,14 +249,14 @@ int sp_bench_mem_alloc(struct sp_dev *dev, enum sp_bench_kind kind, size_t size,
 		ret = sp_mem_hugetlb(m);
 		break;
 	default:
-		return sp_fail(EINVAL, "unknown memory kind %d", kind);
+		return sp_bench_fail(EINVAL, "unknown memory kind %d", kind);
 	}
 	if (ret) {
 		char msg[512];
 
-		sp_bench_copy(msg, sizeof(msg), sp_errmsg());
+		sp_bench_copy(msg, sizeof(msg), sp_bench_errmsg());
 		sp_bench_mem_free(m);
-		return sp_fail(-ret, "%s", msg);
+		return sp_bench_fail(-ret, "%s", msg);
 	}
 	return 0;
 }
@@ -247,13 +272,14 @@ int sp_bench_mem_reg(struct sp_dev *dev, struct ibv_pd *pd, struct sp_bench_mem 
 		     int access)
 {
 	if (m->kind == SP_BENCH_DMABUF) {
-		int ret = sp_reg_mr(dev, pd, m->addr, m->size, access, SP_REG_NO_CACHE, &m->smr);
+		int ret = sp_bench_lib(sp_reg_mr(dev, pd, m->addr, m->size, access,
+						 SP_REG_NO_CACHE, &m->smr));
 
 		return ret < 0 ? ret : 0;
 	}
 	m->mr = ibv_reg_mr(pd, m->addr, m->size, access);
 	if (!m->mr)
-		return sp_fail(errno, "ibv_reg_mr of %zu bytes (%s): %s", m->size,
+		return sp_bench_fail(errno, "ibv_reg_mr of %zu bytes (%s): %s", m->size,
 			       sp_bench_kind_name(m->kind), strerror(errno));
 	return 0;
 }
@@ -551,7 +577,7 @@ static int sp_host_figures(struct sp_bench *b, struct sp_dev *dev, struct ibv_pd
 	fr = sp_bench_series_get(b, "free", 0, "ms", false);
 	if (!scratch || !alloc || !reg || !dereg || !cto || !cfrom || !fr) {
 		free(scratch);
-		return sp_fail(ENOMEM, "out of memory");
+		return sp_bench_fail(ENOMEM, "out of memory");
 	}
 	memset(scratch, 0x5a, chunk);
 
@@ -568,7 +594,7 @@ static int sp_host_figures(struct sp_bench *b, struct sp_dev *dev, struct ibv_pd
 			t0 = sp_bench_now();
 			if (sp_bench_mem_alloc(dev, k, b->o.size, &m)) {
 				b->available[k] = false;
-				sp_bench_copy(b->reason[k], sizeof(b->reason[k]), sp_errmsg());
+				sp_bench_copy(b->reason[k], sizeof(b->reason[k]), sp_bench_errmsg());
 				continue;
 			}
 			sp_bench_mem_touch(&m);
@@ -588,7 +614,7 @@ static int sp_host_figures(struct sp_bench *b, struct sp_dev *dev, struct ibv_pd
 					snprintf(b->map[k].reg_path, sizeof(b->map[k].reg_path),
 						 "failed");
 					snprintf(b->reason[k], sizeof(b->reason[k]),
-						 "registration: %s", sp_errmsg());
+						 "registration: %.145s", sp_bench_errmsg());
 				}
 			} else if (!b->map[k].reg_path[0]) {
 				snprintf(b->map[k].reg_path, sizeof(b->map[k].reg_path), "none");
@@ -636,21 +662,21 @@ static void sp_read_line(const char *path, char *out, size_t len)
 static int sp_check_opts(const struct sp_bench_opts *o)
 {
 	if (!o->repeat || o->repeat > SP_BENCH_MAX_REPEAT)
-		return sp_fail(EINVAL, "repeat must be 1..%d", SP_BENCH_MAX_REPEAT);
+		return sp_bench_fail(EINVAL, "repeat must be 1..%d", SP_BENCH_MAX_REPEAT);
 	if (o->size < 4096 || o->size % 4096)
-		return sp_fail(EINVAL, "size must be a non-zero multiple of 4 KiB");
+		return sp_bench_fail(EINVAL, "size must be a non-zero multiple of 4 KiB");
 	if (!o->min_msg || o->min_msg > o->max_msg || o->max_msg > 1024 * MiB ||
 	    (o->min_msg & (o->min_msg - 1)) || (o->max_msg & (o->max_msg - 1)))
-		return sp_fail(EINVAL, "message sizes must be powers of two, 1 B..1 GiB, min <= max");
+		return sp_bench_fail(EINVAL, "message sizes must be powers of two, 1 B..1 GiB, min <= max");
 	if (!o->iters || !o->lat_iters || !o->depth || o->depth > 1024)
-		return sp_fail(EINVAL, "iterations must be non-zero and depth 1..1024");
+		return sp_bench_fail(EINVAL, "iterations must be non-zero and depth 1..1024");
 	if (!(o->kinds & ((1U << SP_BENCH_NR_KINDS) - 1)))
-		return sp_fail(EINVAL, "no memory kind chosen");
+		return sp_bench_fail(EINVAL, "no memory kind chosen");
 	if (o->flags & ~SP_BENCH_EVENTS)
-		return sp_fail(EINVAL, "unknown flags %#x", o->flags & ~SP_BENCH_EVENTS);
+		return sp_bench_fail(EINVAL, "unknown flags %#x", o->flags & ~SP_BENCH_EVENTS);
 	for (size_t i = 0; i < sizeof(o->reserved) / sizeof(o->reserved[0]); i++)
 		if (o->reserved[i])
-			return sp_fail(EINVAL, "reserved options must be zero");
+			return sp_bench_fail(EINVAL, "reserved options must be zero");
 	return 0;
 }
 
@@ -667,7 +693,7 @@ int sp_bench_run(const struct sp_bench_opts *o, struct sp_bench **bp)
 		return ret;
 	b = calloc(1, sizeof(*b));
 	if (!b)
-		return sp_fail(ENOMEM, "out of memory");
+		return sp_bench_fail(ENOMEM, "out of memory");
 	b->o = *o;
 	if (!b->o.port)
 		b->o.port = "18515";
@@ -877,7 +903,7 @@ int sp_bench_write_json(const struct sp_bench *b, FILE *f)
 		first = 0;
 	}
 	fputs("]}\n", f);
-	return ferror(f) ? sp_fail(EIO, "writing the JSON report failed") : 0;
+	return ferror(f) ? sp_bench_fail(EIO, "writing the JSON report failed") : 0;
 }
 
 static void sp_fmt(char *out, size_t len, double v)
@@ -982,7 +1008,7 @@ int sp_bench_write_table(const struct sp_bench *b, FILE *f)
 			fprintf(f, " %9s %9s\n", e, g);
 		}
 	}
-	return ferror(f) ? sp_fail(EIO, "writing the report failed") : 0;
+	return ferror(f) ? sp_bench_fail(EIO, "writing the report failed") : 0;
 }
 
 int sp_bench_write_plot(const struct sp_bench *b, const char *svg)
@@ -995,16 +1021,16 @@ int sp_bench_write_plot(const struct sp_bench *b, const char *svg)
 
 	if (snprintf(dat, sizeof(dat), "%s.dat", svg) >= (int)sizeof(dat) ||
 	    snprintf(gp, sizeof(gp), "%s.gp", svg) >= (int)sizeof(gp))
-		return sp_fail(ENAMETOOLONG, "plot path too long");
+		return sp_bench_fail(ENAMETOOLONG, "plot path too long");
 	if (strchr(svg, '\'') || strchr(svg, '"'))
-		return sp_fail(EINVAL, "plot path must not contain quotes");
+		return sp_bench_fail(EINVAL, "plot path must not contain quotes");
 	for (size_t i = 0; i < b->nr_series && !have; i++)
 		have = sp_is_rdma(&b->series[i]) && strstr(b->series[i].figure, "_bw");
 	if (!have)
-		return sp_fail(ENODATA, "no RDMA bandwidth figures to plot");
+		return sp_bench_fail(ENODATA, "no RDMA bandwidth figures to plot");
 	f = fopen(dat, "we");
 	if (!f)
-		return sp_fail(errno, "%s: %s", dat, strerror(errno));
+		return sp_bench_fail(errno, "%s: %s", dat, strerror(errno));
 	for (size_t j = 0; j < 3; j++) {
 		fprintf(f, "# %s: size", ops[j]);
 		for (int k = 0; k < SP_BENCH_NR_KINDS; k++)
@@ -1029,11 +1055,11 @@ int sp_bench_write_plot(const struct sp_bench *b, const char *svg)
 		fputs("\n\n", f);
 	}
 	if (fclose(f))
-		return sp_fail(errno, "%s: %s", dat, strerror(errno));
+		return sp_bench_fail(errno, "%s: %s", dat, strerror(errno));
 
 	f = fopen(gp, "we");
 	if (!f)
-		return sp_fail(errno, "%s: %s", gp, strerror(errno));
+		return sp_bench_fail(errno, "%s: %s", gp, strerror(errno));
 	fprintf(f, "set terminal svg size 1200,420 dynamic noenhanced font 'sans,11'\n"
 		"set output '%s'\nset multiplot layout 1,3 title 'strixpeer bench: kernel %s, %s, median of %u'\n"
 		"set logscale x 2\nset format x '%%.0b%%B'\nset xlabel 'message size'\n"
@@ -1048,14 +1074,14 @@ int sp_bench_write_plot(const struct sp_bench *b, const char *svg)
 	}
 	fputs("unset multiplot\n", f);
 	if (fclose(f))
-		return sp_fail(errno, "%s: %s", gp, strerror(errno));
+		return sp_bench_fail(errno, "%s: %s", gp, strerror(errno));
 
 	snprintf(cmd, sizeof(cmd), "gnuplot '%s' > '%s.log' 2>&1", gp, svg);
 	if (access("/usr/bin/gnuplot", X_OK) && system("command -v gnuplot >/dev/null 2>&1"))
-		return sp_fail(ENOENT, "gnuplot is not installed (apt install gnuplot-nox); data in %s, script in %s",
+		return sp_bench_fail(ENOENT, "gnuplot is not installed (apt install gnuplot-nox); data in %s, script in %s",
 			       dat, gp);
 	st = system(cmd);
 	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st))
-		return sp_fail(EIO, "gnuplot %s failed (status %d, see %s.log)", gp, st, svg);
+		return sp_bench_fail(EIO, "gnuplot %s failed (status %d, see %s.log)", gp, st, svg);
 	return 0;
 }

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libstrixpeer's benchmark internals, shared by bench.c (memory kinds,
- * CPU-side figures, results and their output) and bench_rdma.c (the RDMA
- * figures over librdmacm, client and server).
+ * The benchmark's internals, shared by bench.c (memory kinds, CPU-side
+ * figures, results and their output) and bench_rdma.c (the RDMA figures
+ * over librdmacm, client and server).
  */
-#ifndef SP_LIB_BENCH_H
-#define SP_LIB_BENCH_H
+#ifndef SP_BENCH_INT_H
+#define SP_BENCH_INT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "strixpeer.h"
+#include "bench.h"
 
 struct ibv_pd;
 struct ibv_mr;
@@ -79,6 +80,14 @@ static inline void sp_bench_copy(char *dst, size_t len, const char *src)
 	memcpy(dst, src, n);
 	dst[n] = '\0';
 }
+
+/* Records a message for sp_bench_errmsg() and returns -err. */
+int sp_bench_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * A libstrixpeer call returned @ret: when it failed, its sp_errmsg()
+ * becomes the bench's message. Returns @ret.
+ */
+int sp_bench_lib(int ret);
 
 const char *sp_bench_kind_name(enum sp_bench_kind kind);
 int sp_bench_mem_alloc(struct sp_dev *dev, enum sp_bench_kind kind, size_t size,
