@@ -125,7 +125,7 @@ $(B) $(B)/tests $(B)/lib $(B)/static $(B)/bench $(B)/install:
 	mkdir -p $@
 
 $(B)/lib/%.o: user/lib/%.c $(LIB_HDR) | $(B)/lib
-	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -DSP_SYMVER -fPIC -c -o $@ $<
+	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -fPIC -c -o $@ $<
 
 $(LIB_SO): $(LIB_OBJ) user/lib/libstrixpeer.map
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) \

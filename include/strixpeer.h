@@ -223,7 +223,7 @@ int sp_buf_free(struct sp_buf *buf);
 #define SP_EXPORT_RDWR		(1U << 1) /**< read-write (else read-only) */
 
 /**
- * sp_buf_export() - a new dma-buf of the whole buffer (since STRIXPEER_1.3)
+ * sp_buf_export() - a new dma-buf of the whole buffer
  * @buf: buffer
  * @flags: SP_EXPORT_* bits
  * @fdp: receives the dma-buf file descriptor; the caller closes it
@@ -300,7 +300,7 @@ int sp_import_free(struct sp_import *imp);
 int sp_stats_read(struct sp_stats *stats);
 
 /*
- * Control plane (generic netlink family "strixpeer"), since STRIXPEER_1.1.
+ * Control plane (generic netlink family "strixpeer").
  * These calls need no /dev/strixpeer access; changing the configuration
  * needs CAP_NET_ADMIN.
  */
@@ -340,10 +340,10 @@ struct sp_buf_entry {
 	uint32_t map_count;
 	int pinned;			/**< pages held by a driver (an MR) */
 	int exported;			/**< exported as dma-buf */
-	/* since STRIXPEER_1.3 */
+	/* dma-buf export */
 	uint32_t exports;		/**< live dma-bufs of the buffer */
 	uint32_t attachments;		/**< devices attached to them */
-	/* since STRIXPEER_1.5 (empty/0 from an older module) */
+	/* holders (empty/0 from an older module) */
 	char comm[16];			/**< allocator's comm, a hint as @pid */
 	uint32_t handle;		/**< handle on its file, 0: freed */
 	uint32_t nr_dmabuf_inos;	/**< entries of @dmabuf_inos */
@@ -413,7 +413,7 @@ enum sp_inval_reason {
 
 /** sp_ctl_monitor_ex() flags */
 #define SP_MONITOR_PEER		(1U << 0) /**< also PeerDirect events */
-#define SP_MONITOR_EXPORT	(1U << 1) /**< also dma-buf export events (1.3) */
+#define SP_MONITOR_EXPORT	(1U << 1) /**< also dma-buf export events */
 
 /** sp_event.limit: which limit refused an allocation */
 enum sp_limit {
@@ -431,11 +431,11 @@ struct sp_event {
 	uint32_t pid;
 	uint64_t size;
 	struct sp_config config;
-	/* since STRIXPEER_1.2, with SP_MONITOR_PEER */
+	/* with SP_MONITOR_PEER */
 	enum sp_peer_event peer;
 	uint32_t import_id;
 	enum sp_inval_reason reason;
-	/* since STRIXPEER_1.3, with SP_MONITOR_EXPORT */
+	/* with SP_MONITOR_EXPORT */
 	enum sp_export_event export_event;
 	char device[64];		/**< importer's device (attach, detach) */
 };
@@ -508,7 +508,7 @@ struct sp_peer_counters {
 };
 
 /**
- * sp_ctl_peer_stats() - PeerDirect and import counters (since STRIXPEER_1.2)
+ * sp_ctl_peer_stats() - PeerDirect and import counters
  * @ctl: handle
  * @c: filled in
  *
@@ -532,7 +532,7 @@ struct sp_peer_pins {
 };
 
 /**
- * sp_ctl_peer_pins() - GPU bytes pinned by PeerDirect (since STRIXPEER_1.5)
+ * sp_ctl_peer_pins() - GPU bytes pinned by PeerDirect
  * @ctl: handle
  * @p: filled in; zeros from a module that does not report them
  *
@@ -575,7 +575,7 @@ int sp_ctl_monitor(struct sp_ctl *ctl,
 		   int (*cb)(const struct sp_event *ev, void *arg), void *arg);
 
 /**
- * sp_ctl_monitor_ex() - sp_ctl_monitor() with flags (since STRIXPEER_1.2)
+ * sp_ctl_monitor_ex() - sp_ctl_monitor() with flags
  * @ctl: handle
  * @flags: SP_MONITOR_PEER to receive SP_EVENT_PEER events too
  * @cb: as for sp_ctl_monitor()
@@ -587,7 +587,7 @@ int sp_ctl_monitor_ex(struct sp_ctl *ctl, unsigned int flags,
 		      int (*cb)(const struct sp_event *ev, void *arg), void *arg);
 
 /*
- * Registering memory with a NIC (since STRIXPEER_1.3). libstrixpeer links
+ * Registering memory with a NIC. libstrixpeer links
  * libibverbs for these; struct ibv_pd and struct ibv_mr come from
  * <infiniband/verbs.h>.
  */
