@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <sched.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -711,19 +712,65 @@ int sp_bench_write_table(const struct sp_bench *b, FILE *f)
 	return ferror(f) ? sp_bench_fail(EIO, "writing the report failed") : 0;
 }
 
+/* @s as a gnuplot single-quoted string: a quote inside is doubled. */
+static void sp_gp_str(FILE *f, const char *s)
+{
+	fputc('\'', f);
+	for (; *s; s++) {
+		if (*s == '\'')
+			fputc('\'', f);
+		fputc(*s, f);
+	}
+	fputc('\'', f);
+}
+
+/*
+ * Run gnuplot on @gp, its output and errors into @log: an argument vector,
+ * no shell, so no path needs quoting. Returns gnuplot's wait status, or
+ * -errno when it could not be started (-ENOENT: not installed).
+ */
+static int sp_run_gnuplot(const char *gp, const char *log)
+{
+	char *const argv[] = { (char *)"gnuplot", (char *)gp, NULL };
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int ret, st;
+
+	ret = posix_spawn_file_actions_init(&fa);
+	if (ret)
+		return -ret;
+	ret = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (!ret)
+		ret = posix_spawn_file_actions_addopen(&fa, 1, log,
+						       O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (!ret)
+		ret = posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	if (!ret)
+		ret = posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (ret)
+		return -ret;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return st;
+}
+
 int sp_bench_write_plot(const struct sp_bench *b, const char *svg)
 {
 	static const char *const ops[] = { "write_bw", "read_bw", "send_bw" };
-	char dat[4096], gp[4096], cmd[12400];
+	char dat[4096], gp[4096], log[4096], title[512];
 	bool have = false;
 	FILE *f;
 	int st;
 
 	if (snprintf(dat, sizeof(dat), "%s.dat", svg) >= (int)sizeof(dat) ||
-	    snprintf(gp, sizeof(gp), "%s.gp", svg) >= (int)sizeof(gp))
+	    snprintf(gp, sizeof(gp), "%s.gp", svg) >= (int)sizeof(gp) ||
+	    snprintf(log, sizeof(log), "%s.log", svg) >= (int)sizeof(log))
 		return sp_bench_fail(ENAMETOOLONG, "plot path too long");
-	if (strchr(svg, '\'') || strchr(svg, '"'))
-		return sp_bench_fail(EINVAL, "plot path must not contain quotes");
+	/* the one character a gnuplot string cannot hold */
+	if (strchr(svg, '\n'))
+		return sp_bench_fail(EINVAL, "plot path must not contain a newline");
 	for (size_t i = 0; i < b->nr_series && !have; i++)
 		have = sp_is_rdma(&b->series[i]) && strstr(b->series[i].figure, "_bw");
 	if (!have)
@@ -760,28 +807,36 @@ int sp_bench_write_plot(const struct sp_bench *b, const char *svg)
 	f = fopen(gp, "we");
 	if (!f)
 		return sp_bench_fail(errno, "%s: %s", gp, strerror(errno));
-	fprintf(f, "set terminal svg size 1200,420 dynamic noenhanced font 'sans,11'\n"
-		"set output '%s'\nset multiplot layout 1,3 title 'strixpeer bench: kernel %s, %s, median of %u'\n"
-		"set logscale x 2\nset format x '%%.0b%%B'\nset xlabel 'message size'\n"
-		"set ylabel 'MiB/s'\nset key top left\nset grid\n",
-		svg, b->kernel, b->mode, b->o.repeat);
+	snprintf(title, sizeof(title), "strixpeer bench: kernel %s, %s, median of %u",
+		 b->kernel, b->mode, b->o.repeat);
+	title[strcspn(title, "\n")] = '\0';
+	fputs("set terminal svg size 1200,420 dynamic noenhanced font 'sans,11'\nset output ", f);
+	sp_gp_str(f, svg);
+	fputs("\nset multiplot layout 1,3 title ", f);
+	sp_gp_str(f, title);
+	fputs("\nset logscale x 2\nset format x '%.0b%B'\nset xlabel 'message size'\n"
+	      "set ylabel 'MiB/s'\nset key top left\nset grid\n", f);
 	for (size_t j = 0; j < 3; j++) {
 		fprintf(f, "set title '%s'\nplot ", ops[j]);
-		for (int k = 0; k < SP_BENCH_NR_KINDS; k++)
-			fprintf(f, "%s'%s' index %zu using 1:%d with linespoints title '%s'",
-				k ? ", " : "", dat, j, k + 2, sp_bench_kind_name(k));
+		for (int k = 0; k < SP_BENCH_NR_KINDS; k++) {
+			fputs(k ? ", " : "", f);
+			sp_gp_str(f, dat);
+			fprintf(f, " index %zu using 1:%d with linespoints title '%s'", j, k + 2,
+				sp_bench_kind_name(k));
+		}
 		fputc('\n', f);
 	}
 	fputs("unset multiplot\n", f);
 	if (fclose(f))
 		return sp_bench_fail(errno, "%s: %s", gp, strerror(errno));
 
-	snprintf(cmd, sizeof(cmd), "gnuplot '%s' > '%s.log' 2>&1", gp, svg);
-	if (access("/usr/bin/gnuplot", X_OK) && system("command -v gnuplot >/dev/null 2>&1"))
+	st = sp_run_gnuplot(gp, log);
+	if (st == -ENOENT)
 		return sp_bench_fail(ENOENT, "gnuplot is not installed (apt install gnuplot-nox); data in %s, script in %s",
-			       dat, gp);
-	st = system(cmd);
-	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st))
-		return sp_bench_fail(EIO, "gnuplot %s failed (status %d, see %s.log)", gp, st, svg);
+				     dat, gp);
+	if (st < 0)
+		return sp_bench_fail(-st, "cannot run gnuplot: %s", strerror(-st));
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		return sp_bench_fail(EIO, "gnuplot %s failed (status %d, see %s)", gp, st, log);
 	return 0;
 }
