@@ -79,9 +79,9 @@ LIB_HDR := include/strixpeer.h include/uapi/strixpeer.h user/lib/internal.h
 # own, linked into strixpeerctl only; it uses libstrixpeer's public API,
 # librdmacm for the RDMA figures and libm for the statistics.
 BENCH_SRC := user/bench/bench.c user/bench/mem.c user/bench/bench_rdma.c
-BENCH_OBJ := $(patsubst user/bench/%.c,$(B)/bench/%.o,$(BENCH_SRC))
+BENCH_OBJ := $(patsubst user/bench/%.c,$(B)/spbench/%.o,$(BENCH_SRC))
 BENCH_HDR := user/bench/bench.h user/bench/bench_int.h
-BENCH_A := $(B)/bench/libspbench.a
+BENCH_A := $(B)/spbench/libspbench.a
 BENCH_LIBS := -lrdmacm -libverbs -lm
 CLI_SRC := user/cli/strixpeerctl.c user/cli/print.c user/cli/bench.c user/cli/holders.c
 CLI_HDR := user/cli/print.h user/cli/bench.h
@@ -121,7 +121,7 @@ module:
 module-clean:
 	@if [ -f "$(KDIR)/Makefile" ]; then $(MAKE) -C "$(KDIR)" M="$(CURDIR)" clean; fi
 
-$(B) $(B)/tests $(B)/lib $(B)/static $(B)/bench $(B)/install:
+$(B) $(B)/tests $(B)/lib $(B)/static $(B)/spbench $(B)/install:
 	mkdir -p $@
 
 $(B)/lib/%.o: user/lib/%.c $(LIB_HDR) | $(B)/lib
@@ -147,7 +147,7 @@ $(B)/libstrixpeer.a: $(STATIC_OBJ) $(B)/api.syms
 	rm -f $@
 	ar rcs $@ $(B)/static/strixpeer.o
 
-$(B)/bench/%.o: user/bench/%.c $(BENCH_HDR) include/strixpeer.h | $(B)/bench
+$(B)/spbench/%.o: user/bench/%.c $(BENCH_HDR) include/strixpeer.h | $(B)/spbench
 	$(CC) $(CFLAGS) $(SP_CFLAGS) -c -o $@ $<
 
 $(BENCH_A): $(BENCH_OBJ)
