@@ -210,6 +210,16 @@ $(DOCTOR_TEST): tests/doctor/doctor-test.c $(DOCTOR_SRC) user/cli/doctor/doctor.
 		-Itests -Iuser/cli/doctor -o $@ $< $(DOCTOR_SRC) user/cli/print.c user/cli/holders.c \
 		$(LIB_SRC) $(NL_LIBS) $(DOCTOR_LIBS) -lpthread
 
+# strixpeerctl bench's plot (tests/bench/): user/bench/ with the library,
+# AddressSanitizer and UBSan
+BENCH_PLOT_TEST := $(B)/tests/bench-plot-test
+user: $(BENCH_PLOT_TEST)
+$(BENCH_PLOT_TEST): tests/bench/plot-test.c $(BENCH_SRC) $(BENCH_HDR) $(LIB_HDR) $(LIB_SRC) \
+		tests/tap.h | $(B)/tests
+	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
+		-Itests -Iuser/bench -o $@ $< $(BENCH_SRC) $(LIB_SRC) $(BENCH_LIBS) $(NL_LIBS) -lpthread
+
 # The examples (examples/), built like the tests against the static
 # library. An example whose engine is not installed (libucx-dev,
 # libopenmpi-dev, librdmacm-dev: make deps) is left out with a message.

@@ -831,9 +831,11 @@ int sp_bench_write_plot(const struct sp_bench *b, const char *svg)
 		return sp_bench_fail(errno, "%s: %s", gp, strerror(errno));
 
 	st = sp_run_gnuplot(gp, log);
-	if (st == -ENOENT)
+	if (st == -ENOENT) {
+		unlink(log);	/* opened for a gnuplot that never ran */
 		return sp_bench_fail(ENOENT, "gnuplot is not installed (apt install gnuplot-nox); data in %s, script in %s",
 				     dat, gp);
+	}
 	if (st < 0)
 		return sp_bench_fail(-st, "cannot run gnuplot: %s", strerror(-st));
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
