@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The benchmark's internals, shared by bench.c (memory kinds, CPU-side
- * figures, results and their output) and bench_rdma.c (the RDMA figures
- * over librdmacm, client and server).
+ * The benchmark's internals, shared by bench.c (CPU-side figures, results
+ * and their output), mem.c (the memory kinds' table) and bench_rdma.c (the
+ * RDMA figures over librdmacm, client and server).
  */
 #ifndef SP_BENCH_INT_H
 #define SP_BENCH_INT_H
