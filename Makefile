@@ -69,14 +69,20 @@ LIB_SO := $(B)/$(SONAME).0.0
 NL_CFLAGS := $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null || echo -I/usr/include/libnl3)
 NL_LIBS := $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null || echo -lnl-genl-3 -lnl-3)
 
-LIB_SRC := user/lib/libstrixpeer.c user/lib/ctl.c user/lib/reg.c \
-	user/lib/bench.c user/lib/bench_rdma.c
+LIB_SRC := user/lib/libstrixpeer.c user/lib/ctl.c user/lib/reg.c
 LIB_OBJ := $(patsubst user/lib/%.c,$(B)/lib/%.o,$(LIB_SRC))
 # The static library: the same sources without symbol versions, linked into
 # one object whose only global symbols are the API's (the version script's).
 STATIC_OBJ := $(patsubst user/lib/%.c,$(B)/static/%.o,$(LIB_SRC))
-LIB_HDR := include/strixpeer.h include/uapi/strixpeer.h user/lib/internal.h \
-	user/lib/bench.h
+LIB_HDR := include/strixpeer.h include/uapi/strixpeer.h user/lib/internal.h
+# strixpeerctl bench's measuring (user/bench/): a static archive of its
+# own, linked into strixpeerctl only; it uses libstrixpeer's public API,
+# librdmacm for the RDMA figures and libm for the statistics.
+BENCH_SRC := user/bench/bench.c user/bench/mem.c user/bench/bench_rdma.c
+BENCH_OBJ := $(patsubst user/bench/%.c,$(B)/spbench/%.o,$(BENCH_SRC))
+BENCH_HDR := user/bench/bench.h user/bench/bench_int.h
+BENCH_A := $(B)/spbench/libspbench.a
+BENCH_LIBS := -lrdmacm -libverbs -lm
 CLI_SRC := user/cli/strixpeerctl.c user/cli/print.c user/cli/bench.c user/cli/holders.c
 CLI_HDR := user/cli/print.h user/cli/bench.h
 # strixpeerctl doctor (user/cli/doctor/): checks that read files only, the
@@ -115,16 +121,16 @@ module:
 module-clean:
 	@if [ -f "$(KDIR)/Makefile" ]; then $(MAKE) -C "$(KDIR)" M="$(CURDIR)" clean; fi
 
-$(B) $(B)/tests $(B)/lib $(B)/static $(B)/install:
+$(B) $(B)/tests $(B)/lib $(B)/static $(B)/spbench $(B)/install:
 	mkdir -p $@
 
 $(B)/lib/%.o: user/lib/%.c $(LIB_HDR) | $(B)/lib
-	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -DSP_SYMVER -fPIC -c -o $@ $<
+	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -fPIC -c -o $@ $<
 
 $(LIB_SO): $(LIB_OBJ) user/lib/libstrixpeer.map
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) \
 		-Wl,--version-script=user/lib/libstrixpeer.map -o $@ $(LIB_OBJ) $(NL_LIBS) \
-		-libverbs -lrdmacm -lm
+		-libverbs
 	ln -sf $(SONAME).0.0 $(B)/$(SONAME)
 	ln -sf $(SONAME).0.0 $(B)/libstrixpeer.so
 
@@ -141,9 +147,16 @@ $(B)/libstrixpeer.a: $(STATIC_OBJ) $(B)/api.syms
 	rm -f $@
 	ar rcs $@ $(B)/static/strixpeer.o
 
-$(B)/strixpeerctl: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(LIB_SO)
-	$(CC) $(CFLAGS) $(SP_CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRC) -L$(B) -lstrixpeer \
-		$(CLI_RPATH) $(DOCTOR_LIBS)
+$(B)/spbench/%.o: user/bench/%.c $(BENCH_HDR) include/strixpeer.h | $(B)/spbench
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -c -o $@ $<
+
+$(BENCH_A): $(BENCH_OBJ)
+	rm -f $@
+	ar rcs $@ $(BENCH_OBJ)
+
+$(B)/strixpeerctl: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(BENCH_HDR) $(BENCH_A) $(LIB_SO)
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser $(LDFLAGS) -o $@ $(CLI_SRC) $(BENCH_A) \
+		-L$(B) -lstrixpeer $(CLI_RPATH) $(DOCTOR_LIBS) $(BENCH_LIBS)
 
 # The installation directories, remembered: what embeds them is rebuilt when
 # they change (make; sudo make install PREFIX=/usr).
@@ -151,9 +164,10 @@ INSTALL_VARS := $(PREFIX) $(LIBDIR) $(INCLUDEDIR) $(CLI_INSTALL_RPATH)
 $(B)/install/vars: FORCE | $(B)/install
 	@echo '$(INSTALL_VARS)' | cmp -s - $@ || echo '$(INSTALL_VARS)' > $@
 
-$(B)/install/strixpeerctl: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(LIB_SO) $(B)/install/vars
-	$(CC) $(CFLAGS) $(SP_CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRC) -L$(B) -lstrixpeer \
-		$(CLI_INSTALL_RPATH) $(DOCTOR_LIBS)
+$(B)/install/strixpeerctl: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(BENCH_HDR) $(BENCH_A) $(LIB_SO) \
+		$(B)/install/vars
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser $(LDFLAGS) -o $@ $(CLI_SRC) $(BENCH_A) \
+		-L$(B) -lstrixpeer $(CLI_INSTALL_RPATH) $(DOCTOR_LIBS) $(BENCH_LIBS)
 
 SUBST_DIRS = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 	-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g'
@@ -170,7 +184,7 @@ $(B)/strixpeerConfigVersion.cmake: user/lib/strixpeerConfigVersion.cmake.in VERS
 # Test programs link the static library, so they run anywhere (VM included).
 $(B)/tests/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(B)/libstrixpeer.a | $(B)/tests
 	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests -o $@ $< $(B)/libstrixpeer.a \
-		-libverbs -lrdmacm -lm $(NL_LIBS) -lpthread
+		-libverbs $(NL_LIBS) -lpthread
 
 # libstrixpeer-preload.so (user/preload/): LD_PRELOAD interposer for
 # unmodified verbs programs; links libibverbs only, exports the three
@@ -197,7 +211,7 @@ $(B)/asan/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(LIB_SRC)
 	@mkdir -p $(B)/asan
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
-		-Itests -o $@ $< $(LIB_SRC) -libverbs -lrdmacm -lm $(NL_LIBS) -lpthread
+		-Itests -o $@ $< $(LIB_SRC) -libverbs $(NL_LIBS) -lpthread
 
 # doctor's host test (tests/doctor/): the checks against generated fixture
 # trees, built with AddressSanitizer and UBSan
@@ -208,13 +222,23 @@ $(DOCTOR_TEST): tests/doctor/doctor-test.c $(DOCTOR_SRC) user/cli/doctor/doctor.
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
 		-Itests -Iuser/cli/doctor -o $@ $< $(DOCTOR_SRC) user/cli/print.c user/cli/holders.c \
-		$(LIB_SRC) $(NL_LIBS) $(DOCTOR_LIBS) -lm -lpthread
+		$(LIB_SRC) $(NL_LIBS) $(DOCTOR_LIBS) -lpthread
+
+# strixpeerctl bench's plot (tests/bench/): user/bench/ with the library,
+# AddressSanitizer and UBSan
+BENCH_PLOT_TEST := $(B)/tests/bench-plot-test
+user: $(BENCH_PLOT_TEST)
+$(BENCH_PLOT_TEST): tests/bench/plot-test.c $(BENCH_SRC) $(BENCH_HDR) $(LIB_HDR) $(LIB_SRC) \
+		tests/tap.h | $(B)/tests
+	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
+		-Itests -Iuser/bench -o $@ $< $(BENCH_SRC) $(LIB_SRC) $(BENCH_LIBS) $(NL_LIBS) -lpthread
 
 # The examples (examples/), built like the tests against the static
 # library. An example whose engine is not installed (libucx-dev,
 # libopenmpi-dev, librdmacm-dev: make deps) is left out with a message.
 .PHONY: examples
-EX_LIBS := $(B)/libstrixpeer.a -libverbs -lrdmacm -lm $(NL_LIBS)
+EX_LIBS := $(B)/libstrixpeer.a -libverbs $(NL_LIBS)
 EX_PKG_ucx_put := ucx
 EX_PKG_mpi_allreduce := mpi-c
 EX_PKG_gpu_import := librdmacm

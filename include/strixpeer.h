@@ -224,7 +224,7 @@ int sp_buf_free(struct sp_buf *buf);
 #define SP_EXPORT_RDWR		(1U << 1) /**< read-write (else read-only) */
 
 /**
- * sp_buf_export() - a new dma-buf of the whole buffer (since STRIXPEER_1.3)
+ * sp_buf_export() - a new dma-buf of the whole buffer
  * @buf: buffer
  * @flags: SP_EXPORT_* bits
  * @fdp: receives the dma-buf file descriptor; the caller closes it
@@ -301,7 +301,7 @@ int sp_import_free(struct sp_import *imp);
 int sp_stats_read(struct sp_stats *stats);
 
 /*
- * Control plane (generic netlink family "strixpeer"), since STRIXPEER_1.1.
+ * Control plane (generic netlink family "strixpeer").
  * These calls need no /dev/strixpeer access; changing the configuration
  * needs CAP_NET_ADMIN.
  */
@@ -341,10 +341,10 @@ struct sp_buf_entry {
 	uint32_t map_count;
 	int pinned;			/**< pages held by a driver (an MR) */
 	int exported;			/**< exported as dma-buf */
-	/* since STRIXPEER_1.3 */
+	/* dma-buf export */
 	uint32_t exports;		/**< live dma-bufs of the buffer */
 	uint32_t attachments;		/**< devices attached to them */
-	/* since STRIXPEER_1.5 (empty/0 from an older module) */
+	/* holders (empty/0 from an older module) */
 	char comm[16];			/**< allocator's comm, a hint as @pid */
 	uint32_t handle;		/**< handle on its file, 0: freed */
 	uint32_t nr_dmabuf_inos;	/**< entries of @dmabuf_inos */
@@ -414,7 +414,7 @@ enum sp_inval_reason {
 
 /** sp_ctl_monitor_ex() flags */
 #define SP_MONITOR_PEER		(1U << 0) /**< also PeerDirect events */
-#define SP_MONITOR_EXPORT	(1U << 1) /**< also dma-buf export events (1.3) */
+#define SP_MONITOR_EXPORT	(1U << 1) /**< also dma-buf export events */
 
 /** sp_event.limit: which limit refused an allocation */
 enum sp_limit {
@@ -432,11 +432,11 @@ struct sp_event {
 	uint32_t pid;
 	uint64_t size;
 	struct sp_config config;
-	/* since STRIXPEER_1.2, with SP_MONITOR_PEER */
+	/* with SP_MONITOR_PEER */
 	enum sp_peer_event peer;
 	uint32_t import_id;
 	enum sp_inval_reason reason;
-	/* since STRIXPEER_1.3, with SP_MONITOR_EXPORT */
+	/* with SP_MONITOR_EXPORT */
 	enum sp_export_event export_event;
 	char device[64];		/**< importer's device (attach, detach) */
 };
@@ -509,7 +509,7 @@ struct sp_peer_counters {
 };
 
 /**
- * sp_ctl_peer_stats() - PeerDirect and import counters (since STRIXPEER_1.2)
+ * sp_ctl_peer_stats() - PeerDirect and import counters
  * @ctl: handle
  * @c: filled in
  *
@@ -533,7 +533,7 @@ struct sp_peer_pins {
 };
 
 /**
- * sp_ctl_peer_pins() - GPU bytes pinned by PeerDirect (since STRIXPEER_1.5)
+ * sp_ctl_peer_pins() - GPU bytes pinned by PeerDirect
  * @ctl: handle
  * @p: filled in; zeros from a module that does not report them
  *
@@ -576,7 +576,7 @@ int sp_ctl_monitor(struct sp_ctl *ctl,
 		   int (*cb)(const struct sp_event *ev, void *arg), void *arg);
 
 /**
- * sp_ctl_monitor_ex() - sp_ctl_monitor() with flags (since STRIXPEER_1.2)
+ * sp_ctl_monitor_ex() - sp_ctl_monitor() with flags
  * @ctl: handle
  * @flags: SP_MONITOR_PEER to receive SP_EVENT_PEER events too
  * @cb: as for sp_ctl_monitor()
@@ -588,7 +588,7 @@ int sp_ctl_monitor_ex(struct sp_ctl *ctl, unsigned int flags,
 		      int (*cb)(const struct sp_event *ev, void *arg), void *arg);
 
 /*
- * Registering memory with a NIC (since STRIXPEER_1.3). libstrixpeer links
+ * Registering memory with a NIC. libstrixpeer links
  * libibverbs for these; struct ibv_pd and struct ibv_mr come from
  * <infiniband/verbs.h>.
  */
@@ -753,144 +753,6 @@ int sp_reg_cache_flush(struct sp_dev *dev);
  * Return: 0.
  */
 int sp_reg_cache_stats(const struct sp_dev *dev, struct sp_reg_stats *st);
-
-/*
- * Benchmarks (since STRIXPEER_1.4): what strixpeerctl bench runs. Each
- * figure is measured for every memory kind, the kinds interleaved within a
- * repetition, the repetitions repeated; the report gives min/median/max and
- * each kind's median divided by malloc's and by THP's. RDMA figures follow
- * perftest's definitions (bandwidth in MiB/s, 2^20 bytes; latency in
- * microseconds, half a round trip for WRITE and SEND ping-pong, a whole
- * READ) and connect through librdmacm, like perftest's -R. libstrixpeer
- * links librdmacm for these.
- */
-
-/** Memory kinds a benchmark compares. */
-enum sp_bench_kind {
-	SP_BENCH_STRIXPEER = 0,	/**< a strixpeer buffer (sp_buf_alloc()) */
-	SP_BENCH_MALLOC,	/**< anonymous memory in 4 KiB pages (MADV_NOHUGEPAGE) */
-	SP_BENCH_THP,		/**< anonymous memory, 2 MiB-aligned, MADV_HUGEPAGE */
-	SP_BENCH_HUGETLB,	/**< MAP_HUGETLB, 2 MiB hugetlb pages */
-	SP_BENCH_DMABUF,	/**< a strixpeer buffer's dma-buf, mmapped from
-				 *   the dma-buf, imported (sp_import_dmabuf())
-				 *   and registered with sp_reg_mr() */
-	SP_BENCH_NR_KINDS
-};
-
-/** sp_bench_opts.ops bits */
-#define SP_BENCH_OP_WRITE	(1U << 0) /**< RDMA WRITE bandwidth and latency */
-#define SP_BENCH_OP_READ	(1U << 1) /**< RDMA READ bandwidth and latency */
-#define SP_BENCH_OP_SEND	(1U << 2) /**< SEND bandwidth and latency */
-#define SP_BENCH_OP_HOST	(1U << 3) /**< allocation, registration, memcpy */
-
-/** Options of a benchmark; sp_bench_opts_init() sets the defaults. */
-struct sp_bench_opts {
-	size_t size;		/**< bytes for allocation, registration and
-				 *   memcpy (default 256 MiB) */
-	unsigned int repeat;	/**< repetitions (default 5, at most 64) */
-	unsigned int kinds;	/**< bit (1 << enum sp_bench_kind) per kind
-				 *   (default all) */
-	unsigned int ops;	/**< SP_BENCH_OP_* bits (default all) */
-	size_t min_msg;		/**< smallest RDMA message (default 2) */
-	size_t max_msg;		/**< largest, powers of two (default 8 MiB) */
-	unsigned int iters;	/**< bandwidth iterations (default 1000) ... */
-	uint64_t max_bytes;	/**< ... fewer for big messages, bandwidth
-				 *   and latency: at most this many bytes
-				 *   per sample (default 1 GiB), at least 8
-				 *   (bandwidth) or 5 (latency) iterations */
-	unsigned int lat_iters;	/**< latency iterations (default 1000) */
-	unsigned int depth;	/**< outstanding work requests (default 128) */
-	const char *server;	/**< sp_bench_run(): the node running
-				 *   sp_bench_serve(); NULL: this node, two
-				 *   local RDMA devices */
-	const char *local_addr;	/**< IPv4 of the client's RDMA device (NULL:
-				 *   the first device with an IPv4 RoCE GID) */
-	const char *serve_addr;	/**< local mode: the serving device's IPv4
-				 *   (NULL: the second such device);
-				 *   sp_bench_serve(): address to bind (NULL: any) */
-	const char *port;	/**< TCP control port; librdmacm uses port + 1
-				 *   (default "18515", perftest's) */
-	unsigned int flags;	/**< SP_BENCH_EVENTS */
-	void (*progress)(const char *msg, void *arg); /**< optional */
-	void *progress_arg;
-	uint64_t reserved[8];	/**< zero */
-};
-
-/**
- * sp_bench_opts.flags: wait for completions with events instead of busy
- * polling (perftest's -e). Where the NIC's work runs on the CPUs the
- * benchmark polls on (Soft-RoCE), polling starves it; with a real NIC,
- * polling is the usual choice. WRITE latency polls memory either way.
- */
-#define SP_BENCH_EVENTS		(1U << 0)
-
-/** Results of sp_bench_run() (opaque). */
-struct sp_bench;
-
-/**
- * sp_bench_opts_init() - fill in the defaults
- * @o: options
- */
-void sp_bench_opts_init(struct sp_bench_opts *o);
-
-/**
- * sp_bench_run() - run a benchmark
- * @o: options
- * @bp: receives the results (free with sp_bench_free())
- *
- * A kind that cannot be had (no strixpeer module, no free hugetlb pages,
- * ...) or an RDMA part that cannot run (no devices, server unreachable)
- * is reported with its reason in the results, not as a failure.
- *
- * Return: 0 or negative errno (bad options, out of memory).
- */
-int sp_bench_run(const struct sp_bench_opts *o, struct sp_bench **bp);
-
-/**
- * sp_bench_serve() - serve one sp_bench_run() from another node
- * @o: options (serve_addr, port)
- *
- * Accepts one client, allocates and registers memory of the kinds it asks
- * for, takes part in its RDMA figures, and returns when it disconnects.
- *
- * Return: 0 or negative errno.
- */
-int sp_bench_serve(const struct sp_bench_opts *o);
-
-/**
- * sp_bench_write_json() - the results as one JSON document
- * @b: results
- * @f: stream
- *
- * Return: 0 or negative errno.
- */
-int sp_bench_write_json(const struct sp_bench *b, FILE *f);
-
-/**
- * sp_bench_write_table() - the results as text: the ratio table first
- * @b: results
- * @f: stream
- *
- * Return: 0 or negative errno.
- */
-int sp_bench_write_table(const struct sp_bench *b, FILE *f);
-
-/**
- * sp_bench_write_plot() - bandwidth vs message size per kind, as SVG
- * @b: results
- * @svg: output file; @svg.dat and @svg.gp are written beside it
- *
- * Runs gnuplot(1).
- *
- * Return: 0, -ENOENT when gnuplot is not installed, or negative errno.
- */
-int sp_bench_write_plot(const struct sp_bench *b, const char *svg);
-
-/**
- * sp_bench_free() - free results
- * @b: results, or NULL
- */
-void sp_bench_free(struct sp_bench *b);
 
 #ifdef __cplusplus
 }

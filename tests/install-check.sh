@@ -7,8 +7,10 @@
 # 1. Into a DESTDIR: every file in place (the library, its symlinks, the
 #    static library, pkg-config and CMake files, header, CLI in bin/, man
 #    pages and an alias page per exported function, bash completion), the
-#    CLI's RUNPATH right for a system and a non-system LIBDIR, and
-#    'make uninstall' removes every file again.
+#    CLI's RUNPATH right for a system and a non-system LIBDIR, the
+#    library's NEEDED only libnl and libibverbs, a program using
+#    sp_dev_open() linked statically with pkg-config --static --libs
+#    strixpeer alone, and 'make uninstall' removes every file again.
 # 2. For real, as README says (make install PREFIX=/usr/local), in a
 #    throwaway root: an overlay of the host's root in a private mount
 #    namespace, so nothing reaches the host. A user with a plain PATH runs
@@ -132,7 +134,7 @@ d=$t/dest/usr/local
 	[ "$(cat "$d/share/man/man3/sp_buf_alloc.3")" = ".so man3/libstrixpeer.3" ]
 result $? "destdir_cli_runpath_and_links" "RUNPATH '$(runpath "$d/bin/strixpeerctl")'"
 grep -qx 'Requires: libibverbs' "$d/lib/pkgconfig/strixpeer.pc" &&
-	grep -qx 'Requires.private: libnl-genl-3.0 librdmacm' "$d/lib/pkgconfig/strixpeer.pc" &&
+	grep -qx 'Requires.private: libnl-genl-3.0' "$d/lib/pkgconfig/strixpeer.pc" &&
 	PKG_CONFIG_PATH=$d/lib/pkgconfig pkg-config --libs strixpeer | grep -q -- '-lstrixpeer.*-libverbs'
 result $? "pkg_config_brings_libibverbs" "$(PKG_CONFIG_PATH=$d/lib/pkgconfig pkg-config --libs strixpeer 2>&1)"
 api=$(sed -n 's/^[[:space:]]*\(sp_[a-z0-9_]*\);.*/\1/p' user/lib/libstrixpeer.map | sort -u)
@@ -140,6 +142,48 @@ api=$(sed -n 's/^[[:space:]]*\(sp_[a-z0-9_]*\);.*/\1/p' user/lib/libstrixpeer.ma
 	[ "$(nm -D --defined-only "$d/lib/libstrixpeer.so.1.0.0" | awk '$3 ~ /^sp_/ {sub(/@.*/, "", $3); print $3}' | sort -u)" = "$api" ]
 result $? "libraries_export_only_the_api" \
 	"$(nm -g --defined-only "$d/lib/libstrixpeer.a" | awk 'NF == 3 {print $3}' | sort -u | comm -3 - <(echo "$api") | tr '\n' ' ')"
+# libstrixpeer.so links what the library uses, and nothing else: libnl
+# (the control plane) and libibverbs (sp_reg_mr()), no librdmacm, no libm
+# (strixpeerctl bench's, linked into strixpeerctl only)
+needed=$(readelf -d "$d/lib/libstrixpeer.so.1.0.0" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+other=$(for n in $needed; do
+	case $n in libnl-genl-3.so.*|libnl-3.so.*|libibverbs.so.*|libc.so.*|ld-linux*) ;;
+	*) echo "$n" ;; esac
+done)
+[ -n "$needed" ] && [ -z "$other" ] &&
+	! nm -D --defined-only "$d/lib/libstrixpeer.so.1.0.0" | grep -q sp_bench
+result $? "library_needs_only_libnl_and_libibverbs" "NEEDED: $needed"
+# a static link of a program using sp_dev_open() with exactly what
+# pkg-config --static --libs strixpeer gives (the .a alone in its libdir)
+mkdir -p "$t/static/lib"
+cp "$d/lib/libstrixpeer.a" "$t/static/lib/"
+cat > "$t/static/app.c" << 'EOF'
+#include <stdio.h>
+#include <strixpeer.h>
+
+int main(void)
+{
+	struct sp_dev *dev;
+
+	printf("libstrixpeer %s\n", sp_lib_version());
+	if (sp_dev_open(NULL, &dev) < 0) {
+		printf("sp_dev_open: %s\n", sp_errmsg());
+		return 0;
+	}
+	sp_dev_close(dev);
+	printf("sp_dev_open: ok\n");
+	return 0;
+}
+EOF
+spc() { PKG_CONFIG_PATH=$d/lib/pkgconfig pkg-config --define-variable=libdir="$t/static/lib" \
+	--define-variable=includedir="$d/include" "$@"; }
+static_libs=$(spc --static --libs strixpeer)
+# shellcheck disable=SC2046,SC2086 # pkg-config's words, split
+(cd "$t/static" && ! echo " $static_libs " | grep -Eq -- ' -l(rdmacm|m) ' &&
+	cc -Wall -Werror -o app app.c $(spc --cflags strixpeer) $static_libs > cc.log 2>&1 &&
+	! readelf -d app | grep -q 'NEEDED.*libstrixpeer' && ./app > app.out 2>&1 &&
+	grep -qx "libstrixpeer $(cat "$repo/VERSION")" app.out && grep -q '^sp_dev_open: ' app.out)
+result $? "pkg_config_static_link_works" "libs: $static_libs; $(cat "$t/static/cc.log" "$t/static/app.out" 2> /dev/null | head -n 5)"
 make -s uninstall DESTDIR="$t/dest" PREFIX=/usr/local > "$t/uninstall.log" 2>&1 &&
 	[ -z "$(find "$t/dest" ! -type d)" ]
 result $? "destdir_uninstall_removes_every_file" "$(find "$t/dest" ! -type d | head)"

@@ -222,6 +222,10 @@ record_tap "host/packaging-check" "$out/packaging-check.tap"
 # strixpeerctl doctor against generated fixture trees (tests/doctor/).
 build/tests/doctor-test "$out/doctor-fixtures" > "$out/doctor.tap" 2>&1
 record_tap "host/doctor" "$out/doctor.tap"
+# strixpeerctl bench's SVG plot: paths a shell would need to quote, no gnuplot.
+rm -rf "$out/bench-plot"
+build/tests/bench-plot-test "$out/bench-plot" > "$out/bench-plot.tap" 2>&1
+record_tap "host/bench-plot" "$out/bench-plot.tap"
 # strixpeerctl's command line; make install/uninstall and README's build
 # commands; lintian on the source and binary packages.
 tests/cli-host.sh > "$out/cli-host.tap" 2>&1

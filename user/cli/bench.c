@@ -3,7 +3,7 @@
  * strixpeerctl bench: measure strixpeer buffers against malloc, THP,
  * hugetlb and a dma-buf import, on this node (two RDMA devices) or
  * between two nodes (bench --serve on one, bench HOST on the other).
- * The measuring is libstrixpeer's (sp_bench_*); this file parses options
+ * The measuring is user/bench/'s (sp_bench_*); this file parses options
  * and writes the report: the ratio table, or JSON with -j, and with
  * --out DIR bench.json, bench.txt and bench.svg (gnuplot) there.
  */
@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "bench.h"
+#include "bench/bench.h"
 #include "strixpeer.h"
 
 static void bench_usage(FILE *f)
@@ -46,7 +47,7 @@ static void bench_usage(FILE *f)
 
 /*
  * Whether the RDMA figures were measured: the report's rdma_unavailable is
- * null. The library says why they were not only in its reports, so read
+ * null. The bench says why they were not only in its reports, so read
  * the JSON one (written to memory, never to a file).
  */
 static bool bench_rdma_ran(const struct sp_bench *b)
@@ -123,16 +124,16 @@ static int bench_out(const struct sp_bench *b, const char *dir)
 		if (!f || (i ? sp_bench_write_table(b, f) : sp_bench_write_json(b, f)) ||
 		    fclose(f)) {
 			fprintf(stderr, "strixpeerctl: bench: %s: %s\n", path,
-				f ? sp_errmsg() : strerror(errno));
+				f ? sp_bench_errmsg() : strerror(errno));
 			ret = 1;
 		}
 	}
 	snprintf(path, sizeof(path), "%s/bench.svg", dir);
 	c = sp_bench_write_plot(b, path);
 	if (c == -ENODATA || c == -ENOENT) {	/* no RDMA figures; no gnuplot */
-		fprintf(stderr, "bench: no plot: %s\n", sp_errmsg());
+		fprintf(stderr, "bench: no plot: %s\n", sp_bench_errmsg());
 	} else if (c < 0) {
-		fprintf(stderr, "strixpeerctl: bench: plot: %s\n", sp_errmsg());
+		fprintf(stderr, "strixpeerctl: bench: plot: %s\n", sp_bench_errmsg());
 		ret = 1;
 	}
 	return ret;
@@ -255,18 +256,18 @@ int cmd_bench(int argc, char **argv, bool json)
 			fprintf(stderr, "bench: serving one client on %s port %s (librdmacm: port + 1)\n",
 				o.serve_addr ? o.serve_addr : "*", o.port);
 		if (sp_bench_serve(&o) < 0) {
-			fprintf(stderr, "strixpeerctl: bench --serve: %s\n", sp_errmsg());
+			fprintf(stderr, "strixpeerctl: bench --serve: %s\n", sp_bench_errmsg());
 			return 1;
 		}
 		return 0;
 	}
 	if (sp_bench_run(&o, &b) < 0) {
-		fprintf(stderr, "strixpeerctl: bench: %s\n", sp_errmsg());
+		fprintf(stderr, "strixpeerctl: bench: %s\n", sp_bench_errmsg());
 		return 1;
 	}
 	ret = json ? sp_bench_write_json(b, stdout) : sp_bench_write_table(b, stdout);
 	if (ret)
-		fprintf(stderr, "strixpeerctl: bench: %s\n", sp_errmsg());
+		fprintf(stderr, "strixpeerctl: bench: %s\n", sp_bench_errmsg());
 	if (out && bench_out(b, out))
 		ret = 1;
 	if (!ret && (o.ops & ~SP_BENCH_OP_HOST) && !bench_rdma_ran(b)) {

@@ -383,24 +383,15 @@ int sp_ctl_bufs(struct sp_ctl *ctl, uint32_t pid,
 	return sp_transact(ctl, msg, &r, "buffer list", sp_on_buf);
 }
 
-struct sp_buf_copy {
-	struct sp_buf_entry *e;
-	size_t size;
-};
-
 static int copy_buf(const struct sp_buf_entry *e, void *arg)
 {
-	struct sp_buf_copy *c = arg;
-
-	memcpy(c->e, e, c->size);
+	*(struct sp_buf_entry *)arg = *e;
 	return 0;
 }
 
-static int buf_get(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e,
-		   size_t size)
+int sp_ctl_buf_get(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e)
 {
-	struct sp_buf_copy c = { .e = e, .size = size };
-	struct sp_buf_walk w = { .cb = copy_buf, .arg = &c };
+	struct sp_buf_walk w = { .cb = copy_buf, .arg = e };
 	struct sp_req r = { .parse = parse_buf, .maxattr = STRIXPEER_A_BUF_MAX, .arg = &w };
 	struct nl_msg *msg = sp_msg(ctl, STRIXPEER_CMD_BUF_GET, 0);
 
@@ -412,41 +403,6 @@ static int buf_get(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e,
 	}
 	return sp_transact(ctl, msg, &r, "buffer", sp_on_buf);
 }
-
-/*
- * STRIXPEER_1.1's struct sp_buf_entry ended after @exported: programs built
- * against it get that much (sp_ctl_buf_get@STRIXPEER_1.1), STRIXPEER_1.3's
- * up to @attachments; STRIXPEER_1.5
- * callers get the whole struct. Builds without symbol versions (the
- * sanitizer test builds) only have the latter.
- */
-#ifdef SP_SYMVER
-int sp_ctl_buf_get_v11(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e);
-int sp_ctl_buf_get_v11(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e)
-{
-	return buf_get(ctl, id, e, offsetof(struct sp_buf_entry, exports));
-}
-__asm__(".symver sp_ctl_buf_get_v11, sp_ctl_buf_get@STRIXPEER_1.1");
-
-/* STRIXPEER_1.3's struct ended after @attachments. */
-int sp_ctl_buf_get_v13(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e);
-int sp_ctl_buf_get_v13(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e)
-{
-	return buf_get(ctl, id, e, offsetof(struct sp_buf_entry, comm));
-}
-__asm__(".symver sp_ctl_buf_get_v13, sp_ctl_buf_get@STRIXPEER_1.3");
-
-int sp_ctl_buf_get_v15(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e);
-int sp_ctl_buf_get_v15(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e)
-#else
-int sp_ctl_buf_get(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e)
-#endif
-{
-	return buf_get(ctl, id, e, sizeof(*e));
-}
-#ifdef SP_SYMVER
-__asm__(".symver sp_ctl_buf_get_v15, sp_ctl_buf_get@@STRIXPEER_1.5");
-#endif
 
 static int parse_stats(struct nlattr **tb, void *arg)
 {
@@ -643,7 +599,7 @@ static int sp_on_event(struct nl_msg *msg, void *arg)
 		break;
 	}
 	case STRIXPEER_CMD_PEER_NTF:
-		/* callers built before STRIXPEER_1.2 do not know the type */
+		/* only for callers that asked (sp_ctl_monitor_ex()) */
 		if (!(m->flags & SP_MONITOR_PEER))
 			return NL_SKIP;
 		ev.type = SP_EVENT_PEER;
@@ -655,7 +611,7 @@ static int sp_on_event(struct nl_msg *msg, void *arg)
 	case STRIXPEER_CMD_EXPORT_NTF: {
 		struct nlattr *bt[STRIXPEER_A_BUF_MAX + 1];
 
-		/* callers built before STRIXPEER_1.3 do not know the type */
+		/* only for callers that asked (sp_ctl_monitor_ex()) */
 		if (!(m->flags & SP_MONITOR_EXPORT))
 			return NL_SKIP;
 		ev.type = SP_EVENT_EXPORT;

@@ -21,11 +21,15 @@
  *    readable, /proc/kallsyms lines containing "dma_buf_move_notify" and
  *    "pci_p2pdma". RCCL_FORCE_ENABLE_DMABUF=1 skips the kernel test.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "doctor.h"
 
@@ -102,6 +106,53 @@ static void config_line(const char *line, int *bits)
 }
 
 /*
+ * zcat @path (an argument vector, no shell) into config_line(): whether it
+ * gave any line. zcat missing or failing to start: none.
+ */
+static int zcat_config(const char *path, int *bits)
+{
+	char *const argv[] = { (char *)"zcat", (char *)path, NULL };
+	posix_spawn_file_actions_t fa;
+	char line[1024];
+	int pfd[2], got = 0, ret, st;
+	pid_t pid;
+	FILE *f;
+
+	if (pipe2(pfd, O_CLOEXEC))
+		return 0;
+	ret = posix_spawn_file_actions_init(&fa);
+	if (ret) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return 0;
+	}
+	ret = posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+	if (!ret)
+		ret = posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	if (!ret)
+		ret = posix_spawnp(&pid, "zcat", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(pfd[1]);
+	if (ret) {
+		close(pfd[0]);
+		return 0;
+	}
+	f = fdopen(pfd[0], "r");
+	if (f) {
+		while (fgets(line, sizeof(line), f)) {
+			config_line(line, bits);
+			got = 1;
+		}
+		fclose(f);
+	} else {
+		close(pfd[0]);
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return got;
+}
+
+/*
  * The first kernel config RCCL would read: its bits, the path in @used, or
  * -ENOENT when none is readable.
  */
@@ -116,7 +167,7 @@ static int kernel_config(const struct dr_ctx *c, const char *rel, char *used, si
 	char line[1024];
 
 	for (size_t i = 0; i < sizeof(tmpl) / sizeof(tmpl[0]); i++) {
-		int bits = 0, got = 0;
+		int bits = 0;
 		FILE *f;
 
 #pragma GCC diagnostic push
@@ -124,21 +175,11 @@ static int kernel_config(const struct dr_ctx *c, const char *rel, char *used, si
 		dr_fmt(used, len, tmpl[i], rel);
 #pragma GCC diagnostic pop
 		if (i == 0) {
-			char path[4096], cmd[4200];
+			char path[4096];
 
-			/* RCCL runs zcat on it; so does doctor (a quoted path only) */
+			/* RCCL runs zcat on it; so does doctor */
 			if (dr_path(c, path, sizeof(path), "%s", used) || access(path, R_OK) ||
-			    strchr(path, '\''))
-				continue;
-			dr_fmt(cmd, sizeof(cmd), "zcat '%s' 2>/dev/null", path);
-			f = popen(cmd, "r");
-			if (!f)
-				continue;
-			while (fgets(line, sizeof(line), f)) {
-				config_line(line, &bits);
-				got = 1;
-			}
-			if (pclose(f) == -1 || !got)
+			    !zcat_config(path, &bits))
 				continue;
 			return bits;
 		}

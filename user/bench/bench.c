@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * libstrixpeer benchmarks: the memory kinds compared, the CPU-side figures
- * (allocation, registration, memcpy), what a kind's mapping looks like to
- * the CPU and to an HCA, and the report (JSON, text, gnuplot SVG). The
- * RDMA figures live in bench_rdma.c.
+ * strixpeerctl's benchmark: the CPU-side figures (allocation,
+ * registration, memcpy), what a kind's mapping looks like to an HCA, and
+ * the report (JSON, text, gnuplot SVG). The memory kinds are mem.c's
+ * table; the RDMA figures live in bench_rdma.c.
  *
  * Every figure is measured for every kind inside one repetition, the
  * kinds' order rotated from one repetition to the next, so that drift
@@ -15,59 +15,46 @@
 #include <inttypes.h>
 #include <math.h>
 #include <sched.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
-#include <linux/types.h>
 
 #include "strixpeer.h"
-#include "internal.h"
-#include "bench.h"
+#include "bench_int.h"
 
 #define MiB		((uint64_t)1024 * 1024)
 #define HUGE_SZ		(2 * MiB)
 #define COPY_CHUNK	(64 * MiB)
 
-#ifndef MAP_HUGE_2MB
-#define MAP_HUGE_2MB	(21 << 26)
-#endif
+static __thread char sp_bench_msg[512];
 
-/* PAGEMAP_SCAN (6.7+); older headers lack it. */
-#ifndef PAGEMAP_SCAN
-struct page_region {
-	__u64 start;
-	__u64 end;
-	__u64 categories;
-};
-
-struct pm_scan_arg {
-	__u64 size, flags, start, end, walk_end, vec, vec_len, max_pages;
-	__u64 category_inverted, category_mask, category_anyof_mask, return_mask;
-};
-
-#define PAGEMAP_SCAN	_IOWR('f', 16, struct pm_scan_arg)
-#define PAGE_IS_HUGE	(1 << 6)
-#endif
-
-static const char *const sp_kind_names[SP_BENCH_NR_KINDS] = {
-	[SP_BENCH_STRIXPEER] = "strixpeer",
-	[SP_BENCH_MALLOC] = "malloc",
-	[SP_BENCH_THP] = "thp",
-	[SP_BENCH_HUGETLB] = "hugetlb",
-	[SP_BENCH_DMABUF] = "dmabuf",
-};
-
-const char *sp_bench_kind_name(enum sp_bench_kind kind)
+int sp_bench_fail(int err, const char *fmt, ...)
 {
-	return (unsigned int)kind < SP_BENCH_NR_KINDS ? sp_kind_names[kind] : "unknown";
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sp_bench_msg, sizeof(sp_bench_msg), fmt, ap);
+	va_end(ap);
+	return -err;
+}
+
+int sp_bench_lib(int ret)
+{
+	if (ret < 0)
+		sp_bench_fail(-ret, "%s", sp_errmsg());
+	return ret;
+}
+
+const char *sp_bench_errmsg(void)
+{
+	return sp_bench_msg;
 }
 
 double sp_bench_now(void)
@@ -116,263 +103,7 @@ void sp_bench_progress(const struct sp_bench *b, const char *fmt, ...)
 	b->o.progress(msg, b->o.progress_arg);
 }
 
-/* --- memory kinds ------------------------------------------------------- */
-
-/* mmap @len bytes at a 2 MiB-aligned address of a reserved range. */
-static uint8_t *sp_reserve_aligned(size_t len, uint8_t **base, size_t *map_len)
-{
-	uint8_t *p = mmap(NULL, len + HUGE_SZ, PROT_NONE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-
-	if (p == MAP_FAILED)
-		return NULL;
-	*base = p;
-	*map_len = len + HUGE_SZ;
-	return (uint8_t *)(((uintptr_t)p + HUGE_SZ - 1) & ~(uintptr_t)(HUGE_SZ - 1));
-}
-
-static int sp_mem_anon(struct sp_bench_mem *m, int advice)
-{
-	uint8_t *a = sp_reserve_aligned(m->size, &m->base, &m->map_len);
-
-	if (!a)
-		return sp_fail(errno, "mmap of %zu bytes: %s", m->size, strerror(errno));
-	if (mmap(a, m->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
-		 -1, 0) == MAP_FAILED || madvise(a, m->size, advice) < 0) {
-		int err = errno;
-
-		munmap(m->base, m->map_len);
-		return sp_fail(err, "anonymous mapping of %zu bytes: %s", m->size, strerror(err));
-	}
-	m->addr = a;
-	return 0;
-}
-
-static int sp_mem_hugetlb(struct sp_bench_mem *m)
-{
-	size_t len = (m->size + HUGE_SZ - 1) & ~(size_t)(HUGE_SZ - 1);
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB, -1, 0);
-
-	if (p == MAP_FAILED) {
-		int err = errno;
-
-		if (err == ENOMEM)
-			return sp_fail(err, "not enough free 2 MiB hugetlb pages for %zu bytes (/proc/sys/vm/nr_hugepages)",
-				       len);
-		return sp_fail(err, "MAP_HUGETLB mapping of %zu bytes: %s", len, strerror(err));
-	}
-	m->base = m->addr = p;
-	m->map_len = len;
-	return 0;
-}
-
-/* A strixpeer buffer's dma-buf, mapped from the dma-buf fd and imported. */
-static int sp_mem_dmabuf(struct sp_dev *dev, struct sp_bench_mem *m)
-{
-	size_t len;
-	uint8_t *a;
-	int ret;
-
-	ret = sp_buf_alloc(dev, m->size, SP_NODE_DEFAULT, SP_ALLOC_UNMAPPED, &m->buf);
-	if (ret)
-		return ret;
-	len = sp_buf_size(m->buf);
-	ret = sp_buf_export(m->buf, SP_EXPORT_RDWR | SP_EXPORT_CLOEXEC, &m->dmabuf_fd);
-	if (ret)
-		return ret;
-	/* dma-buf files place mappings anywhere: choose a 2 MiB-aligned spot */
-	a = sp_reserve_aligned(len, &m->base, &m->map_len);
-	if (!a)
-		return sp_fail(errno, "mmap reserve: %s", strerror(errno));
-	if (mmap(a, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, m->dmabuf_fd, 0) ==
-	    MAP_FAILED)
-		return sp_fail(errno, "mmap of the dma-buf: %s", strerror(errno));
-	m->addr = a;
-	return sp_import_dmabuf(dev, m->dmabuf_fd, 0, len, a, &m->imp);
-}
-
-int sp_bench_mem_alloc(struct sp_dev *dev, enum sp_bench_kind kind, size_t size,
-		       struct sp_bench_mem *m)
-{
-	int ret;
-
-	memset(m, 0, sizeof(*m));
-	m->kind = kind;
-	m->size = size;
-	m->dmabuf_fd = -1;
-	switch (kind) {
-	case SP_BENCH_STRIXPEER:
-	case SP_BENCH_DMABUF:
-		if (!dev)
-			return sp_fail(ENODEV, "no strixpeer device");
-		if (kind == SP_BENCH_DMABUF) {
-			ret = sp_mem_dmabuf(dev, m);
-			break;
-		}
-		ret = sp_buf_alloc(dev, size, SP_NODE_DEFAULT, 0, &m->buf);
-		if (!ret)
-			m->addr = sp_buf_addr(m->buf);
-		break;
-	case SP_BENCH_MALLOC:
-		ret = sp_mem_anon(m, MADV_NOHUGEPAGE);
-		break;
-	case SP_BENCH_THP:
-		ret = sp_mem_anon(m, MADV_HUGEPAGE);
-		break;
-	case SP_BENCH_HUGETLB:
-		ret = sp_mem_hugetlb(m);
-		break;
-	default:
-		return sp_fail(EINVAL, "unknown memory kind %d", kind);
-	}
-	if (ret) {
-		char msg[512];
-
-		sp_bench_copy(msg, sizeof(msg), sp_errmsg());
-		sp_bench_mem_free(m);
-		return sp_fail(-ret, "%s", msg);
-	}
-	return 0;
-}
-
-/* One write per 4 KiB page: every page faulted in (and zeroed) now. */
-void sp_bench_mem_touch(struct sp_bench_mem *m)
-{
-	for (size_t off = 0; off < m->size; off += 4096)
-		((volatile uint8_t *)m->addr)[off] = 0;
-}
-
-int sp_bench_mem_reg(struct sp_dev *dev, struct ibv_pd *pd, struct sp_bench_mem *m,
-		     int access)
-{
-	if (m->kind == SP_BENCH_DMABUF) {
-		int ret = sp_reg_mr(dev, pd, m->addr, m->size, access, SP_REG_NO_CACHE, &m->smr);
-
-		return ret < 0 ? ret : 0;
-	}
-	m->mr = ibv_reg_mr(pd, m->addr, m->size, access);
-	if (!m->mr)
-		return sp_fail(errno, "ibv_reg_mr of %zu bytes (%s): %s", m->size,
-			       sp_bench_kind_name(m->kind), strerror(errno));
-	return 0;
-}
-
-static struct ibv_mr *sp_mem_ibv(const struct sp_bench_mem *m)
-{
-	return m->smr ? sp_mr_ibv(m->smr) : m->mr;
-}
-
-uint32_t sp_bench_mem_lkey(const struct sp_bench_mem *m)
-{
-	return sp_mem_ibv(m)->lkey;
-}
-
-uint32_t sp_bench_mem_rkey(const struct sp_bench_mem *m)
-{
-	return sp_mem_ibv(m)->rkey;
-}
-
-void sp_bench_mem_dereg(struct sp_bench_mem *m)
-{
-	if (m->smr)
-		sp_dereg_mr(m->smr);
-	if (m->mr)
-		ibv_dereg_mr(m->mr);
-	m->smr = NULL;
-	m->mr = NULL;
-}
-
-void sp_bench_mem_free(struct sp_bench_mem *m)
-{
-	sp_bench_mem_dereg(m);
-	if (m->imp)
-		sp_import_free(m->imp);
-	if (m->base)
-		munmap(m->base, m->map_len);
-	if (m->dmabuf_fd >= 0)
-		close(m->dmabuf_fd);
-	if (m->buf)
-		sp_buf_free(m->buf);
-	memset(m, 0, sizeof(*m));
-	m->dmabuf_fd = -1;
-}
-
 /* --- what a mapping looks like ------------------------------------------ */
-
-/* Bytes of [p, p + len) mapped with huge entries; -1 without PAGEMAP_SCAN. */
-static int64_t sp_scan_huge(const void *p, size_t len)
-{
-	struct page_region r[128];
-	struct pm_scan_arg a;
-	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	int64_t bytes = 0;
-	long n;
-
-	if (fd < 0)
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.start = (uintptr_t)p;
-	a.end = (uintptr_t)p + len;
-	a.vec = (uintptr_t)r;
-	a.vec_len = sizeof(r) / sizeof(r[0]);
-	a.category_mask = PAGE_IS_HUGE;
-	a.return_mask = PAGE_IS_HUGE;
-	for (;;) {
-		n = ioctl(fd, PAGEMAP_SCAN, &a);
-		if (n < 0) {
-			close(fd);
-			return -1;
-		}
-		for (long i = 0; i < n; i++)
-			bytes += (int64_t)(r[i].end - r[i].start);
-		if (a.walk_end >= a.end || n < (long)a.vec_len)
-			break;
-		a.start = a.walk_end;
-	}
-	close(fd);
-	return bytes;
-}
-
-/* Huge-mapped bytes of the VMA at @p from smaps (fallback for old kernels). */
-static uint64_t sp_smaps_huge(const void *p)
-{
-	static const char *const fields[] = {
-		"AnonHugePages:", "FilePmdMapped:", "ShmemPmdMapped:",
-	};
-	char line[512];
-	bool in = false;
-	uint64_t kb = 0, size = 0, kps = 0;
-	FILE *f = fopen("/proc/self/smaps", "re");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		char *sp = strchr(line, ' ');
-
-		if (sp && sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < sp) {
-			if (in)
-				break;
-			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
-			continue;
-		}
-		if (!in)
-			continue;
-		for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-			if (!strncmp(line, fields[i], strlen(fields[i])))
-				kb += strtoull(line + strlen(fields[i]), NULL, 10);
-		if (!strncmp(line, "Size:", 5))
-			size = strtoull(line + 5, NULL, 10);
-		if (!strncmp(line, "KernelPageSize:", 15))
-			kps = strtoull(line + 15, NULL, 10);
-	}
-	fclose(f);
-	if (kps >= 2048)	/* hugetlb: every byte is huge */
-		return size * 1024;
-	return kb * 1024;
-}
 
 /*
  * The physical runs of a mapping and the largest page size an HCA's MTT
@@ -427,11 +158,7 @@ out:
 
 static void sp_map_info(const struct sp_bench_mem *m, struct sp_bench_map_info *mi)
 {
-	int64_t huge = m->kind == SP_BENCH_HUGETLB ? -1 : sp_scan_huge(m->addr, m->size);
-
-	mi->huge_bytes = huge >= 0 ? (uint64_t)huge : sp_smaps_huge(m->addr);
-	if (mi->huge_bytes > m->size)
-		mi->huge_bytes = m->size;
+	mi->huge_bytes = sp_bench_mem_huge_bytes(m);
 	sp_phys_layout(m->addr, m->size, mi);
 	mi->valid = true;
 }
@@ -551,7 +278,7 @@ static int sp_host_figures(struct sp_bench *b, struct sp_dev *dev, struct ibv_pd
 	fr = sp_bench_series_get(b, "free", 0, "ms", false);
 	if (!scratch || !alloc || !reg || !dereg || !cto || !cfrom || !fr) {
 		free(scratch);
-		return sp_fail(ENOMEM, "out of memory");
+		return sp_bench_fail(ENOMEM, "out of memory");
 	}
 	memset(scratch, 0x5a, chunk);
 
@@ -568,7 +295,7 @@ static int sp_host_figures(struct sp_bench *b, struct sp_dev *dev, struct ibv_pd
 			t0 = sp_bench_now();
 			if (sp_bench_mem_alloc(dev, k, b->o.size, &m)) {
 				b->available[k] = false;
-				sp_bench_copy(b->reason[k], sizeof(b->reason[k]), sp_errmsg());
+				sp_bench_copy(b->reason[k], sizeof(b->reason[k]), sp_bench_errmsg());
 				continue;
 			}
 			sp_bench_mem_touch(&m);
@@ -588,7 +315,7 @@ static int sp_host_figures(struct sp_bench *b, struct sp_dev *dev, struct ibv_pd
 					snprintf(b->map[k].reg_path, sizeof(b->map[k].reg_path),
 						 "failed");
 					snprintf(b->reason[k], sizeof(b->reason[k]),
-						 "registration: %s", sp_errmsg());
+						 "registration: %.145s", sp_bench_errmsg());
 				}
 			} else if (!b->map[k].reg_path[0]) {
 				snprintf(b->map[k].reg_path, sizeof(b->map[k].reg_path), "none");
@@ -636,21 +363,21 @@ static void sp_read_line(const char *path, char *out, size_t len)
 static int sp_check_opts(const struct sp_bench_opts *o)
 {
 	if (!o->repeat || o->repeat > SP_BENCH_MAX_REPEAT)
-		return sp_fail(EINVAL, "repeat must be 1..%d", SP_BENCH_MAX_REPEAT);
+		return sp_bench_fail(EINVAL, "repeat must be 1..%d", SP_BENCH_MAX_REPEAT);
 	if (o->size < 4096 || o->size % 4096)
-		return sp_fail(EINVAL, "size must be a non-zero multiple of 4 KiB");
+		return sp_bench_fail(EINVAL, "size must be a non-zero multiple of 4 KiB");
 	if (!o->min_msg || o->min_msg > o->max_msg || o->max_msg > 1024 * MiB ||
 	    (o->min_msg & (o->min_msg - 1)) || (o->max_msg & (o->max_msg - 1)))
-		return sp_fail(EINVAL, "message sizes must be powers of two, 1 B..1 GiB, min <= max");
+		return sp_bench_fail(EINVAL, "message sizes must be powers of two, 1 B..1 GiB, min <= max");
 	if (!o->iters || !o->lat_iters || !o->depth || o->depth > 1024)
-		return sp_fail(EINVAL, "iterations must be non-zero and depth 1..1024");
+		return sp_bench_fail(EINVAL, "iterations must be non-zero and depth 1..1024");
 	if (!(o->kinds & ((1U << SP_BENCH_NR_KINDS) - 1)))
-		return sp_fail(EINVAL, "no memory kind chosen");
+		return sp_bench_fail(EINVAL, "no memory kind chosen");
 	if (o->flags & ~SP_BENCH_EVENTS)
-		return sp_fail(EINVAL, "unknown flags %#x", o->flags & ~SP_BENCH_EVENTS);
+		return sp_bench_fail(EINVAL, "unknown flags %#x", o->flags & ~SP_BENCH_EVENTS);
 	for (size_t i = 0; i < sizeof(o->reserved) / sizeof(o->reserved[0]); i++)
 		if (o->reserved[i])
-			return sp_fail(EINVAL, "reserved options must be zero");
+			return sp_bench_fail(EINVAL, "reserved options must be zero");
 	return 0;
 }
 
@@ -667,7 +394,7 @@ int sp_bench_run(const struct sp_bench_opts *o, struct sp_bench **bp)
 		return ret;
 	b = calloc(1, sizeof(*b));
 	if (!b)
-		return sp_fail(ENOMEM, "out of memory");
+		return sp_bench_fail(ENOMEM, "out of memory");
 	b->o = *o;
 	if (!b->o.port)
 		b->o.port = "18515";
@@ -682,7 +409,7 @@ int sp_bench_run(const struct sp_bench_opts *o, struct sp_bench **bp)
 		b->available[k] = (o->kinds & (1U << k)) != 0;
 		if (!b->available[k])
 			snprintf(b->reason[k], sizeof(b->reason[k]), "not selected");
-		else if (!dev && (k == SP_BENCH_STRIXPEER || k == SP_BENCH_DMABUF)) {
+		else if (!dev && sp_bench_mem_ops[k].needs_dev) {
 			b->available[k] = false;
 			sp_bench_copy(b->reason[k], sizeof(b->reason[k]), dev_why);
 		}
@@ -781,7 +508,7 @@ static void sp_json_series(FILE *f, const struct sp_bench_series *s)
 
 		if (!st.n)
 			continue;
-		fprintf(f, "%s\"%s\":{\"min\":", first ? "" : ",", sp_kind_names[k]);
+		fprintf(f, "%s\"%s\":{\"min\":", first ? "" : ",", sp_bench_kind_name(k));
 		sp_json_num(f, st.min);
 		fputs(",\"median\":", f);
 		sp_json_num(f, st.median);
@@ -836,7 +563,7 @@ int sp_bench_write_json(const struct sp_bench *b, FILE *f)
 		const struct sp_bench_map_info *mi = &b->map[k];
 
 		fprintf(f, "%s{\"kind\":\"%s\",\"available\":%s,\"reason\":", k ? "," : "",
-			sp_kind_names[k], b->available[k] ? "true" : "false");
+			sp_bench_kind_name(k), b->available[k] ? "true" : "false");
 		if (b->reason[k][0])
 			sp_json_str(f, b->reason[k]);
 		else
@@ -877,7 +604,7 @@ int sp_bench_write_json(const struct sp_bench *b, FILE *f)
 		first = 0;
 	}
 	fputs("]}\n", f);
-	return ferror(f) ? sp_fail(EIO, "writing the JSON report failed") : 0;
+	return ferror(f) ? sp_bench_fail(EIO, "writing the JSON report failed") : 0;
 }
 
 static void sp_fmt(char *out, size_t len, double v)
@@ -928,7 +655,7 @@ int sp_bench_write_table(const struct sp_bench *b, FILE *f)
 				snprintf(n, sizeof(n), "%" PRIu64, (1024 * MiB) / mi->mtt_page);
 			}
 		}
-		fprintf(f, "%-10s %-5s %-12s %-9s %-9s %-8s %-7s %s\n", sp_kind_names[k],
+		fprintf(f, "%-10s %-5s %-12s %-9s %-9s %-8s %-7s %s\n", sp_bench_kind_name(k),
 			b->available[k] ? "yes" : "no", h, s, p, n,
 			mi->reg_path[0] ? mi->reg_path : "-", b->reason[k]);
 	}
@@ -951,7 +678,7 @@ int sp_bench_write_table(const struct sp_bench *b, FILE *f)
 			sp_fmt(e, sizeof(e), sp_ratio(s, k, SP_BENCH_MALLOC));
 			sp_fmt(g, sizeof(g), sp_ratio(s, k, SP_BENCH_THP));
 			fprintf(f, "%-12s %-6s %-10s %10s %10s %10s %9s %9s\n", s->figure, s->unit,
-				sp_kind_names[k], a, c, d, e, g);
+				sp_bench_kind_name(k), a, c, d, e, g);
 		}
 	}
 
@@ -967,7 +694,7 @@ int sp_bench_write_table(const struct sp_bench *b, FILE *f)
 				fprintf(f, "\n%s (%s, median of %u; ratio: strixpeer / malloc, / THP)\n%-6s",
 					s->figure, s->unit, b->o.repeat, "size");
 				for (int k = 0; k < SP_BENCH_NR_KINDS; k++)
-					fprintf(f, " %10s", sp_kind_names[k]);
+					fprintf(f, " %10s", sp_bench_kind_name(k));
 				fprintf(f, " %9s %9s\n", "x malloc", "x THP");
 				head = true;
 			}
@@ -982,33 +709,79 @@ int sp_bench_write_table(const struct sp_bench *b, FILE *f)
 			fprintf(f, " %9s %9s\n", e, g);
 		}
 	}
-	return ferror(f) ? sp_fail(EIO, "writing the report failed") : 0;
+	return ferror(f) ? sp_bench_fail(EIO, "writing the report failed") : 0;
+}
+
+/* @s as a gnuplot single-quoted string: a quote inside is doubled. */
+static void sp_gp_str(FILE *f, const char *s)
+{
+	fputc('\'', f);
+	for (; *s; s++) {
+		if (*s == '\'')
+			fputc('\'', f);
+		fputc(*s, f);
+	}
+	fputc('\'', f);
+}
+
+/*
+ * Run gnuplot on @gp, its output and errors into @log: an argument vector,
+ * no shell, so no path needs quoting. Returns gnuplot's wait status, or
+ * -errno when it could not be started (-ENOENT: not installed).
+ */
+static int sp_run_gnuplot(const char *gp, const char *log)
+{
+	char *const argv[] = { (char *)"gnuplot", (char *)gp, NULL };
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int ret, st;
+
+	ret = posix_spawn_file_actions_init(&fa);
+	if (ret)
+		return -ret;
+	ret = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (!ret)
+		ret = posix_spawn_file_actions_addopen(&fa, 1, log,
+						       O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (!ret)
+		ret = posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	if (!ret)
+		ret = posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (ret)
+		return -ret;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return st;
 }
 
 int sp_bench_write_plot(const struct sp_bench *b, const char *svg)
 {
 	static const char *const ops[] = { "write_bw", "read_bw", "send_bw" };
-	char dat[4096], gp[4096], cmd[12400];
+	char dat[4096], gp[4096], log[4096], title[512];
 	bool have = false;
 	FILE *f;
 	int st;
 
 	if (snprintf(dat, sizeof(dat), "%s.dat", svg) >= (int)sizeof(dat) ||
-	    snprintf(gp, sizeof(gp), "%s.gp", svg) >= (int)sizeof(gp))
-		return sp_fail(ENAMETOOLONG, "plot path too long");
-	if (strchr(svg, '\'') || strchr(svg, '"'))
-		return sp_fail(EINVAL, "plot path must not contain quotes");
+	    snprintf(gp, sizeof(gp), "%s.gp", svg) >= (int)sizeof(gp) ||
+	    snprintf(log, sizeof(log), "%s.log", svg) >= (int)sizeof(log))
+		return sp_bench_fail(ENAMETOOLONG, "plot path too long");
+	/* the one character a gnuplot string cannot hold */
+	if (strchr(svg, '\n'))
+		return sp_bench_fail(EINVAL, "plot path must not contain a newline");
 	for (size_t i = 0; i < b->nr_series && !have; i++)
 		have = sp_is_rdma(&b->series[i]) && strstr(b->series[i].figure, "_bw");
 	if (!have)
-		return sp_fail(ENODATA, "no RDMA bandwidth figures to plot");
+		return sp_bench_fail(ENODATA, "no RDMA bandwidth figures to plot");
 	f = fopen(dat, "we");
 	if (!f)
-		return sp_fail(errno, "%s: %s", dat, strerror(errno));
+		return sp_bench_fail(errno, "%s: %s", dat, strerror(errno));
 	for (size_t j = 0; j < 3; j++) {
 		fprintf(f, "# %s: size", ops[j]);
 		for (int k = 0; k < SP_BENCH_NR_KINDS; k++)
-			fprintf(f, " %s", sp_kind_names[k]);
+			fprintf(f, " %s", sp_bench_kind_name(k));
 		fputc('\n', f);
 		for (size_t i = 0; i < b->nr_series; i++) {
 			const struct sp_bench_series *s = &b->series[i];
@@ -1029,33 +802,43 @@ int sp_bench_write_plot(const struct sp_bench *b, const char *svg)
 		fputs("\n\n", f);
 	}
 	if (fclose(f))
-		return sp_fail(errno, "%s: %s", dat, strerror(errno));
+		return sp_bench_fail(errno, "%s: %s", dat, strerror(errno));
 
 	f = fopen(gp, "we");
 	if (!f)
-		return sp_fail(errno, "%s: %s", gp, strerror(errno));
-	fprintf(f, "set terminal svg size 1200,420 dynamic noenhanced font 'sans,11'\n"
-		"set output '%s'\nset multiplot layout 1,3 title 'strixpeer bench: kernel %s, %s, median of %u'\n"
-		"set logscale x 2\nset format x '%%.0b%%B'\nset xlabel 'message size'\n"
-		"set ylabel 'MiB/s'\nset key top left\nset grid\n",
-		svg, b->kernel, b->mode, b->o.repeat);
+		return sp_bench_fail(errno, "%s: %s", gp, strerror(errno));
+	snprintf(title, sizeof(title), "strixpeer bench: kernel %s, %s, median of %u",
+		 b->kernel, b->mode, b->o.repeat);
+	title[strcspn(title, "\n")] = '\0';
+	fputs("set terminal svg size 1200,420 dynamic noenhanced font 'sans,11'\nset output ", f);
+	sp_gp_str(f, svg);
+	fputs("\nset multiplot layout 1,3 title ", f);
+	sp_gp_str(f, title);
+	fputs("\nset logscale x 2\nset format x '%.0b%B'\nset xlabel 'message size'\n"
+	      "set ylabel 'MiB/s'\nset key top left\nset grid\n", f);
 	for (size_t j = 0; j < 3; j++) {
 		fprintf(f, "set title '%s'\nplot ", ops[j]);
-		for (int k = 0; k < SP_BENCH_NR_KINDS; k++)
-			fprintf(f, "%s'%s' index %zu using 1:%d with linespoints title '%s'",
-				k ? ", " : "", dat, j, k + 2, sp_kind_names[k]);
+		for (int k = 0; k < SP_BENCH_NR_KINDS; k++) {
+			fputs(k ? ", " : "", f);
+			sp_gp_str(f, dat);
+			fprintf(f, " index %zu using 1:%d with linespoints title '%s'", j, k + 2,
+				sp_bench_kind_name(k));
+		}
 		fputc('\n', f);
 	}
 	fputs("unset multiplot\n", f);
 	if (fclose(f))
-		return sp_fail(errno, "%s: %s", gp, strerror(errno));
+		return sp_bench_fail(errno, "%s: %s", gp, strerror(errno));
 
-	snprintf(cmd, sizeof(cmd), "gnuplot '%s' > '%s.log' 2>&1", gp, svg);
-	if (access("/usr/bin/gnuplot", X_OK) && system("command -v gnuplot >/dev/null 2>&1"))
-		return sp_fail(ENOENT, "gnuplot is not installed (apt install gnuplot-nox); data in %s, script in %s",
-			       dat, gp);
-	st = system(cmd);
-	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st))
-		return sp_fail(EIO, "gnuplot %s failed (status %d, see %s.log)", gp, st, svg);
+	st = sp_run_gnuplot(gp, log);
+	if (st == -ENOENT) {
+		unlink(log);	/* opened for a gnuplot that never ran */
+		return sp_bench_fail(ENOENT, "gnuplot is not installed (apt install gnuplot-nox); data in %s, script in %s",
+				     dat, gp);
+	}
+	if (st < 0)
+		return sp_bench_fail(-st, "cannot run gnuplot: %s", strerror(-st));
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		return sp_bench_fail(EIO, "gnuplot %s failed (status %d, see %s)", gp, st, log);
 	return 0;
 }

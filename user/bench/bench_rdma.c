@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libstrixpeer benchmarks, the RDMA part: RDMA WRITE, READ and SEND
+ * strixpeerctl's benchmark, the RDMA part: RDMA WRITE, READ and SEND
  * bandwidth and latency between a client and a server, each side using
  * memory of the kind being measured, as perftest does.
  *
@@ -38,8 +38,7 @@
 #include <rdma/rdma_verbs.h>
 
 #include "strixpeer.h"
-#include "internal.h"
-#include "bench.h"
+#include "bench_int.h"
 
 #define SP_BENCH_PROTO		1
 #define SP_RD_DEPTH		16	/* outstanding RDMA READs */
@@ -85,7 +84,7 @@ static int sp_sock_io(int fd, void *buf, size_t len, bool out)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return sp_fail(n ? errno : ECONNRESET, "bench control connection: %s",
+			return sp_bench_fail(n ? errno : ECONNRESET, "bench control connection: %s",
 				       n ? strerror(errno) : "closed by the other side");
 		p += n;
 		len -= (size_t)n;
@@ -113,9 +112,9 @@ static int sp_call(struct sp_conn *c, struct sp_msg *m, uint32_t want)
 	if (ret)
 		return ret;
 	if (m->status)
-		return sp_fail(-m->status, "server: %.*s", (int)sizeof(m->text), m->text);
+		return sp_bench_fail(-m->status, "server: %.*s", (int)sizeof(m->text), m->text);
 	if (m->cmd != want)
-		return sp_fail(EPROTO, "server answered %u, expected %u", m->cmd, want);
+		return sp_bench_fail(EPROTO, "server answered %u, expected %u", m->cmd, want);
 	return 0;
 }
 
@@ -128,7 +127,7 @@ static int sp_port_plus_one(const char *port, char *out, size_t len)
 	errno = 0;
 	p = strtoul(port, &end, 10);
 	if (errno || end == port || *end || !p || p > 65534)
-		return sp_fail(EINVAL, "bad port \"%s\": 1..65534 (librdmacm uses port + 1)", port);
+		return sp_bench_fail(EINVAL, "bad port \"%s\": 1..65534 (librdmacm uses port + 1)", port);
 	snprintf(out, len, "%u", (unsigned int)(p + 1) & 0xffff);
 	return 0;
 }
@@ -141,17 +140,17 @@ static int sp_qp_setup(struct sp_conn *c, const struct sp_bench_opts *o, bool se
 
 	c->pd = ibv_alloc_pd(c->id->verbs);
 	if (!c->pd)
-		return sp_fail(errno, "ibv_alloc_pd: %s", strerror(errno));
+		return sp_bench_fail(errno, "ibv_alloc_pd: %s", strerror(errno));
 	/* the server learns the client's choice from HELLO: it always has one */
 	if ((o->flags & SP_BENCH_EVENTS) || server) {
 		c->ch = ibv_create_comp_channel(c->id->verbs);
 		if (!c->ch)
-			return sp_fail(errno, "ibv_create_comp_channel: %s", strerror(errno));
+			return sp_bench_fail(errno, "ibv_create_comp_channel: %s", strerror(errno));
 	}
 	c->events = (o->flags & SP_BENCH_EVENTS) && !server;
 	c->cq = ibv_create_cq(c->id->verbs, (int)(o->depth + SP_RECV_DEPTH + 16), NULL, c->ch, 0);
 	if (!c->cq)
-		return sp_fail(errno, "ibv_create_cq: %s", strerror(errno));
+		return sp_bench_fail(errno, "ibv_create_cq: %s", strerror(errno));
 	memset(&attr, 0, sizeof(attr));
 	attr.send_cq = c->cq;
 	attr.recv_cq = c->cq;
@@ -161,7 +160,7 @@ static int sp_qp_setup(struct sp_conn *c, const struct sp_bench_opts *o, bool se
 	attr.cap.max_send_sge = 1;
 	attr.cap.max_recv_sge = 1;
 	if (rdma_create_qp(c->id, c->pd, &attr))
-		return sp_fail(errno, "rdma_create_qp: %s", strerror(errno));
+		return sp_bench_fail(errno, "rdma_create_qp: %s", strerror(errno));
 	return 0;
 }
 
@@ -204,7 +203,7 @@ static int sp_check_wc(struct sp_conn *c, struct ibv_wc *wc, int n)
 {
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status != IBV_WC_SUCCESS)
-			return sp_fail(EIO, "completion error: %s (opcode %d)",
+			return sp_bench_fail(EIO, "completion error: %s (opcode %d)",
 				       ibv_wc_status_str(wc[i].status), wc[i].opcode);
 		if (wc[i].opcode & IBV_WC_RECV)
 			c->recvs++;
@@ -223,15 +222,15 @@ static int sp_cq_event(struct sp_conn *c, struct ibv_wc *wc, int max)
 	int n;
 
 	if (ibv_req_notify_cq(c->cq, 0))
-		return sp_fail(EIO, "ibv_req_notify_cq failed");
+		return sp_bench_fail(EIO, "ibv_req_notify_cq failed");
 	n = ibv_poll_cq(c->cq, max, wc);	/* what arrived before the request */
 	if (n)
 		return n;
 	n = poll(&pfd, 1, (int)(SP_WAIT_S * 1000));
 	if (n == 0)
-		return sp_fail(ETIMEDOUT, "no completion for %.0f s", SP_WAIT_S);
+		return sp_bench_fail(ETIMEDOUT, "no completion for %.0f s", SP_WAIT_S);
 	if (n < 0 || ibv_get_cq_event(c->ch, &cq, &ctx))
-		return sp_fail(EIO, "waiting for a completion event: %s", strerror(errno));
+		return sp_bench_fail(EIO, "waiting for a completion event: %s", strerror(errno));
 	ibv_ack_cq_events(cq, 1);
 	return 0;
 }
@@ -251,7 +250,7 @@ static int sp_poll(struct sp_conn *c, struct ibv_wc *wc, int max)
 		if (n == 0 && c->events)
 			n = sp_cq_event(c, wc, max);
 		if (n < 0)
-			return n == -1 ? sp_fail(EIO, "ibv_poll_cq failed") : n;
+			return n == -1 ? sp_bench_fail(EIO, "ibv_poll_cq failed") : n;
 		if (n > 0)
 			return sp_check_wc(c, wc, n);
 		if (!c->events && !(spin & 1023)) {
@@ -260,7 +259,7 @@ static int sp_poll(struct sp_conn *c, struct ibv_wc *wc, int max)
 			if (!deadline)
 				deadline = now + SP_WAIT_S;
 			else if (now > deadline)
-				return sp_fail(ETIMEDOUT, "no completion for %.0f s", SP_WAIT_S);
+				return sp_bench_fail(ETIMEDOUT, "no completion for %.0f s", SP_WAIT_S);
 		}
 	}
 }
@@ -285,7 +284,7 @@ static int sp_post(struct sp_conn *c, enum ibv_wr_opcode op, struct sp_bench_mem
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
 	ret = ibv_post_send(c->id->qp, &wr, &bad);
-	return ret ? sp_fail(ret, "ibv_post_send: %s", strerror(ret)) : 0;
+	return ret ? sp_bench_fail(ret, "ibv_post_send: %s", strerror(ret)) : 0;
 }
 
 static int sp_post_recv(struct sp_conn *c, struct sp_bench_mem *m, size_t off, size_t len)
@@ -302,7 +301,7 @@ static int sp_post_recv(struct sp_conn *c, struct sp_bench_mem *m, size_t off, s
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	ret = ibv_post_recv(c->id->qp, &wr, &bad);
-	return ret ? sp_fail(ret, "ibv_post_recv: %s", strerror(ret)) : 0;
+	return ret ? sp_bench_fail(ret, "ibv_post_recv: %s", strerror(ret)) : 0;
 }
 
 /*
@@ -341,7 +340,7 @@ static int sp_wait_byte(const uint8_t *p, uint8_t v)
 			if (!deadline)
 				deadline = now + SP_WAIT_S;
 			else if (now > deadline)
-				return sp_fail(ETIMEDOUT, "the other side's RDMA WRITE did not arrive for %.0f s",
+				return sp_bench_fail(ETIMEDOUT, "the other side's RDMA WRITE did not arrive for %.0f s",
 					       SP_WAIT_S);
 		}
 	}
@@ -470,7 +469,7 @@ static int sp_tcp_listen(const char *addr, const char *port)
 	hints.ai_flags = AI_PASSIVE;
 	ret = getaddrinfo(addr, port, &hints, &res);
 	if (ret)
-		return sp_fail(EADDRNOTAVAIL, "%s port %s: %s", addr ? addr : "*", port,
+		return sp_bench_fail(EADDRNOTAVAIL, "%s port %s: %s", addr ? addr : "*", port,
 			       gai_strerror(ret));
 	for (ai = res; ai; ai = ai->ai_next) {
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
@@ -484,7 +483,7 @@ static int sp_tcp_listen(const char *addr, const char *port)
 	}
 	freeaddrinfo(res);
 	if (fd < 0)
-		return sp_fail(errno, "cannot listen on %s port %s: %s", addr ? addr : "*", port,
+		return sp_bench_fail(errno, "cannot listen on %s port %s: %s", addr ? addr : "*", port,
 			       strerror(errno));
 	return fd;
 }
@@ -513,7 +512,7 @@ int sp_bench_rdma_serve(const struct sp_bench_opts *o, struct sp_dev *dev, int r
 	hints.ai_port_space = RDMA_PS_TCP;
 	if (rdma_getaddrinfo(o->serve_addr, port1, &hints, &res) ||
 	    rdma_create_ep(&c.listen, res, NULL, NULL) || rdma_listen(c.listen, 1)) {
-		ret = sp_fail(errno, "librdmacm cannot listen on %s port %s: %s",
+		ret = sp_bench_fail(errno, "librdmacm cannot listen on %s port %s: %s",
 			      o->serve_addr ? o->serve_addr : "*", port1, strerror(errno));
 		goto out;
 	}
@@ -524,11 +523,11 @@ int sp_bench_rdma_serve(const struct sp_bench_opts *o, struct sp_dev *dev, int r
 	}
 	c.sock = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (c.sock < 0) {
-		ret = sp_fail(errno, "accept: %s", strerror(errno));
+		ret = sp_bench_fail(errno, "accept: %s", strerror(errno));
 		goto out;
 	}
 	if (rdma_get_request(c.listen, &c.id)) {
-		ret = sp_fail(errno, "rdma_get_request: %s", strerror(errno));
+		ret = sp_bench_fail(errno, "rdma_get_request: %s", strerror(errno));
 		goto out;
 	}
 	ret = sp_qp_setup(&c, o, true);
@@ -536,7 +535,7 @@ int sp_bench_rdma_serve(const struct sp_bench_opts *o, struct sp_dev *dev, int r
 		goto out;
 	sp_conn_param(&param);
 	if (rdma_accept(c.id, &param)) {
-		ret = sp_fail(errno, "rdma_accept: %s", strerror(errno));
+		ret = sp_bench_fail(errno, "rdma_accept: %s", strerror(errno));
 		goto out;
 	}
 
@@ -552,7 +551,7 @@ int sp_bench_rdma_serve(const struct sp_bench_opts *o, struct sp_dev *dev, int r
 		case SP_CMD_HELLO:
 			c.events = (q.kind & SP_BENCH_EVENTS) != 0;
 			r.status = q.size == SP_BENCH_PROTO ? 0 : -EPROTO;
-			sp_bench_copy(r.text, sizeof(r.text), r.status ? "bench protocol version differs: use the same libstrixpeer on both nodes"
+			sp_bench_copy(r.text, sizeof(r.text), r.status ? "bench protocol version differs: use the same strixpeerctl on both nodes"
 					  : ibv_get_device_name(c.id->verbs->device));
 			break;
 		case SP_CMD_ALLOC:
@@ -569,7 +568,7 @@ int sp_bench_rdma_serve(const struct sp_bench_opts *o, struct sp_dev *dev, int r
 			}
 			if (r.status) {
 				r.status = r.status < 0 ? r.status : -EIO;
-				sp_bench_copy(r.text, sizeof(r.text), sp_errmsg());
+				sp_bench_copy(r.text, sizeof(r.text), sp_bench_errmsg());
 				sp_bench_mem_free(&m);
 			} else {
 				r.addr = (uintptr_t)m.addr;
@@ -682,7 +681,7 @@ static int sp_tcp_connect(const char *host, const char *port)
 	hints.ai_socktype = SOCK_STREAM;
 	ret = getaddrinfo(host, port, &hints, &res);
 	if (ret)
-		return sp_fail(EHOSTUNREACH, "%s: %s", host, gai_strerror(ret));
+		return sp_bench_fail(EHOSTUNREACH, "%s: %s", host, gai_strerror(ret));
 	for (int attempt = 0; attempt < 20 && fd < 0; attempt++) {
 		for (ai = res; ai; ai = ai->ai_next) {
 			fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
@@ -698,7 +697,7 @@ static int sp_tcp_connect(const char *host, const char *port)
 	}
 	freeaddrinfo(res);
 	if (fd < 0)
-		return sp_fail(errno, "cannot reach the bench server at %s port %s (is 'strixpeerctl bench --serve' running there?): %s",
+		return sp_bench_fail(errno, "cannot reach the bench server at %s port %s (is 'strixpeerctl bench --serve' running there?): %s",
 			       host, port, strerror(errno));
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	return fd;
@@ -726,24 +725,24 @@ static int sp_client_connect(struct sp_bench *b, struct sp_conn *c)
 		memset(&src, 0, sizeof(src));
 		src.sin_family = AF_INET;
 		if (inet_pton(AF_INET, b->client_addr, &src.sin_addr) != 1)
-			return sp_fail(EINVAL, "local address %s is not IPv4", b->client_addr);
+			return sp_bench_fail(EINVAL, "local address %s is not IPv4", b->client_addr);
 		hints.ai_src_addr = (struct sockaddr *)&src;
 		hints.ai_src_len = sizeof(src);
 	}
 	if (rdma_getaddrinfo(b->server_addr, port1, &hints, &res))
-		return sp_fail(errno, "librdmacm cannot resolve %s port %s: %s", b->server_addr,
+		return sp_bench_fail(errno, "librdmacm cannot resolve %s port %s: %s", b->server_addr,
 			       port1, strerror(errno));
 	ret = rdma_create_ep(&c->id, res, NULL, NULL);
 	rdma_freeaddrinfo(res);
 	if (ret)
-		return sp_fail(errno, "librdmacm: no route to %s from %s: %s", b->server_addr,
+		return sp_bench_fail(errno, "librdmacm: no route to %s from %s: %s", b->server_addr,
 			       b->client_addr[0] ? b->client_addr : "any address", strerror(errno));
 	ret = sp_qp_setup(c, o, false);
 	if (ret)
 		return ret;
 	sp_conn_param(&param);
 	if (rdma_connect(c->id, &param))
-		return sp_fail(errno, "rdma_connect to %s port %s: %s", b->server_addr, port1,
+		return sp_bench_fail(errno, "rdma_connect to %s port %s: %s", b->server_addr, port1,
 			       strerror(errno));
 	sp_bench_copy(b->client_dev, sizeof(b->client_dev), ibv_get_device_name(c->id->verbs->device));
 	memset(&m, 0, sizeof(m));
@@ -852,7 +851,7 @@ static int sp_measure(struct sp_bench *b, struct sp_conn *c, unsigned int op, si
 		return ret;
 	s = sp_bench_series_get(b, bw_name[op], size, "MiB/s", true);
 	if (!s)
-		return sp_fail(ENOMEM, "out of memory");
+		return sp_bench_fail(ENOMEM, "out of memory");
 	s->iters = n;
 	sp_bench_add(s, k, (double)size * (double)n / secs / (1024.0 * 1024.0));
 
@@ -862,7 +861,7 @@ static int sp_measure(struct sp_bench *b, struct sp_conn *c, unsigned int op, si
 	lwarm = ln / 10 + 1;
 	lat = calloc(lwarm + ln, sizeof(*lat));
 	if (!lat)
-		return sp_fail(ENOMEM, "out of memory");
+		return sp_bench_fail(ENOMEM, "out of memory");
 	if (op == 1) {
 		for (uint64_t i = 0; i < lwarm + ln && !ret; i++) {
 			double t0 = sp_bench_now();
@@ -891,7 +890,7 @@ static int sp_measure(struct sp_bench *b, struct sp_conn *c, unsigned int op, si
 	if (!ret) {
 		s = sp_bench_series_get(b, lat_name[op], size, "us", false);
 		if (!s)
-			ret = sp_fail(ENOMEM, "out of memory");
+			ret = sp_bench_fail(ENOMEM, "out of memory");
 		else {
 			s->iters = ln;
 			sp_bench_add(s, k, sp_median(lat + lwarm, ln));
@@ -931,7 +930,7 @@ static int sp_rdma_figures(struct sp_bench *b, struct sp_dev *dev, struct sp_con
 				if (ret) {
 					b->available[k] = false;
 					snprintf(b->reason[k], sizeof(b->reason[k]), "RDMA memory: %s",
-						 sp_errmsg());
+						 sp_bench_errmsg());
 					sp_bench_mem_free(&m);
 					continue;
 				}
@@ -943,9 +942,9 @@ static int sp_rdma_figures(struct sp_bench *b, struct sp_dev *dev, struct sp_con
 				q.rkey = sp_bench_mem_rkey(&m);
 				ret = sp_call(c, &q, SP_CMD_DONE);
 				if (ret) {
-					if (c->sock >= 0 && !strncmp(sp_errmsg(), "server:", 7)) {
+					if (c->sock >= 0 && !strncmp(sp_bench_errmsg(), "server:", 7)) {
 						b->available[k] = false;
-						sp_bench_copy(b->reason[k], sizeof(b->reason[k]), sp_errmsg());
+						sp_bench_copy(b->reason[k], sizeof(b->reason[k]), sp_bench_errmsg());
 						sp_bench_mem_free(&m);
 						continue;
 					}
@@ -1053,15 +1052,15 @@ int sp_bench_rdma_run(struct sp_bench *b, struct sp_dev *dev)
 	}
 	ret = sp_client_connect(b, &c);
 	if (ret) {
-		sp_bench_copy(b->rdma_reason, sizeof(b->rdma_reason), sp_errmsg());
+		sp_bench_copy(b->rdma_reason, sizeof(b->rdma_reason), sp_bench_errmsg());
 		sp_conn_close(&c);
 		ret = sp_bench_host_part(b, dev, NULL, NULL);
 		goto out;
 	}
 	ret = sp_bench_host_part(b, dev, c.pd, NULL);
 	if (!ret && sp_rdma_figures(b, dev, &c)) {
-		snprintf(b->rdma_reason, sizeof(b->rdma_reason), "stopped: %s", sp_errmsg());
-		sp_bench_progress(b, "RDMA figures stopped: %s", sp_errmsg());
+		snprintf(b->rdma_reason, sizeof(b->rdma_reason), "stopped: %s", sp_bench_errmsg());
+		sp_bench_progress(b, "RDMA figures stopped: %s", sp_bench_errmsg());
 	}
 	if (c.sock >= 0) {
 		struct sp_msg q = { .cmd = SP_CMD_QUIT };

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libstrixpeer's benchmark internals, shared by bench.c (memory kinds,
- * CPU-side figures, results and their output) and bench_rdma.c (the RDMA
- * figures over librdmacm, client and server).
+ * The benchmark's internals, shared by bench.c (CPU-side figures, results
+ * and their output), mem.c (the memory kinds' table) and bench_rdma.c (the
+ * RDMA figures over librdmacm, client and server).
  */
-#ifndef SP_LIB_BENCH_H
-#define SP_LIB_BENCH_H
+#ifndef SP_BENCH_INT_H
+#define SP_BENCH_INT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "strixpeer.h"
+#include "bench.h"
 
 struct ibv_pd;
 struct ibv_mr;
@@ -80,6 +81,34 @@ static inline void sp_bench_copy(char *dst, size_t len, const char *src)
 	dst[n] = '\0';
 }
 
+/*
+ * What one memory kind does (mem.c; perftest's memory_ctx is the model),
+ * indexed by enum sp_bench_kind. alloc() maps @m->size bytes at @m->addr
+ * and records what it set up in @m; free() undoes that, also after an
+ * alloc() that stopped half-way; reg() registers @m with @pd (@m->mr or
+ * @m->smr; sp_bench_mem_dereg() undoes it for every kind); huge_bytes()
+ * says how many of its bytes the CPU maps with 2 MiB entries.
+ */
+struct sp_bench_mem_ops {
+	const char *name;	/* in --kinds, the reports and the JSON */
+	bool needs_dev;		/* needs /dev/strixpeer */
+	int (*alloc)(struct sp_dev *dev, struct sp_bench_mem *m);
+	int (*reg)(struct sp_dev *dev, struct ibv_pd *pd, struct sp_bench_mem *m,
+		   int access);
+	void (*free)(struct sp_bench_mem *m);
+	uint64_t (*huge_bytes)(const struct sp_bench_mem *m);
+};
+
+extern const struct sp_bench_mem_ops sp_bench_mem_ops[SP_BENCH_NR_KINDS];
+
+/* Records a message for sp_bench_errmsg() and returns -err. */
+int sp_bench_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * A libstrixpeer call returned @ret: when it failed, its sp_errmsg()
+ * becomes the bench's message. Returns @ret.
+ */
+int sp_bench_lib(int ret);
+
 const char *sp_bench_kind_name(enum sp_bench_kind kind);
 int sp_bench_mem_alloc(struct sp_dev *dev, enum sp_bench_kind kind, size_t size,
 		       struct sp_bench_mem *m);
@@ -90,6 +119,8 @@ void sp_bench_mem_dereg(struct sp_bench_mem *m);
 uint32_t sp_bench_mem_lkey(const struct sp_bench_mem *m);
 uint32_t sp_bench_mem_rkey(const struct sp_bench_mem *m);
 void sp_bench_mem_free(struct sp_bench_mem *m);
+/* Bytes of @m mapped with 2 MiB entries, at most @m->size. */
+uint64_t sp_bench_mem_huge_bytes(const struct sp_bench_mem *m);
 double sp_bench_now(void);
 struct sp_bench_series *sp_bench_series_get(struct sp_bench *b, const char *figure,
 					    uint64_t msg_size, const char *unit,
