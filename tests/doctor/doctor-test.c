@@ -446,6 +446,26 @@ static void rccl_kernel_7_1_dmabuf_forced(void)
 	dr_ctx_free(c);
 }
 
+/* /proc/config.gz read with zlib, as RCCL reads it with zcat; a truncated one is skipped */
+static void rccl_config_gz(void)
+{
+	struct dr_ctx *c = run("rccl-config-gz");
+	const struct dr_result *r;
+
+	r = expect(c, "gpudirect.rccl_dmabuf", NULL, DR_PASS, NULL);
+	CHECK(!strcmp(obs_str(r, "source"), "/proc/config.gz"), "source %s", obs_str(r, "source"));
+	CHECK(obs_bool(r, "kernel_ok") && obs_bool(r, "move_notify") && obs_bool(r, "p2pdma"),
+	      "config.gz bits");
+	summary_has(r, "/proc/config.gz");
+	dr_ctx_free(c);
+	c = run("rccl-config-gz-truncated");
+	r = expect(c, "gpudirect.rccl_dmabuf", NULL, DR_WARN, "RCCL_FORCE_ENABLE_DMABUF=1");
+	CHECK(!strcmp(obs_str(r, "source"), "/boot/config-6.18.4-amd64"), "source %s",
+	      obs_str(r, "source"));
+	CHECK(obs_bool(r, "move_notify") && !obs_bool(r, "p2pdma"), "boot config bits");
+	dr_ctx_free(c);
+}
+
 /* host buffers only (ConnectX-3): the failing dma-buf test is no WARN */
 static void rccl_host_staging_on_mlx4(void)
 {
@@ -779,6 +799,7 @@ static void cli_json_valid_for_every_fixture(void)
 		"gttsize", "amd-iommu-off", "peer-strixpeer", "peer-amdkfd", "peer-clash",
 		"tb-one-lane", "no-module", "kernel-update", "dev-0600", "rxe-down", "broken",
 		"pcie-switch", "pcie-enough", "phoenix-8g", "oculink-cx7", "oculink-cx7-accepted",
+		"rccl-config-gz", "rccl-config-gz-truncated",
 	};
 	char py[PATH_MAX];
 	FILE *f;
@@ -917,6 +938,7 @@ static const struct tap_case cases[] = {
 	TAP_CASE(rccl_healthy_peermem_and_dmabuf),
 	TAP_CASE(rccl_core_without_sysfs_probes),
 	TAP_CASE(rccl_kernel_7_1_dmabuf_forced),
+	TAP_CASE(rccl_config_gz),
 	TAP_CASE(rccl_host_staging_on_mlx4),
 	TAP_CASE(connectx3_x4_behind_oculink),
 	TAP_CASE(connectx7_x4_behind_oculink_is_warn),

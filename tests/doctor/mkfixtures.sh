@@ -310,6 +310,16 @@ f=$out/rccl-kallsyms-only; base "$f"; cx4 "$f"; rm -f "$f/boot/config-6.18.4-amd
 w "$f/proc/kallsyms" "ffffffff81000000 T _stext" "ffffffff81000100 t ib_register_peer_memory_client" \
 	"ffffffff81000200 T dma_buf_move_notify" "ffffffff81000300 T pci_p2pdma_add_resource"
 
+# only /proc/config.gz holds the config (gzipped, as the kernel serves it;
+# kallsyms has neither symbol); and a truncated one, which zcat refuses, so
+# /boot/config-R is read (it lacks CONFIG_PCI_P2PDMA)
+f=$out/rccl-config-gz;	base "$f"; cx4 "$f"; rm -f "$f/boot/config-6.18.4-amd64"
+printf '%s\n' "# Automatically generated file; DO NOT EDIT." "CONFIG_DMA_SHARED_BUFFER=y" \
+	"CONFIG_DMABUF_MOVE_NOTIFY=y" "CONFIG_PCI_P2PDMA=y" | gzip -9n > "$f/proc/config.gz"
+f=$out/rccl-config-gz-truncated; base "$f"; cx4 "$f"
+w "$f/boot/config-6.18.4-amd64" "CONFIG_DMABUF_MOVE_NOTIFY=y" "# CONFIG_PCI_P2PDMA is not set"
+head -c 40 "$out/rccl-config-gz/proc/config.gz" > "$f/proc/config.gz"
+
 # rxe on a one-lane USB4 link to another host (XDomain 0-1, service 0-1.0)
 f=$out/tb-one-lane;	base "$f"
 xd=$f/sys/devices/pci0000:00/0000:00:0d.3/domain0/0-0/0-1
