@@ -573,6 +573,29 @@ static void remove_copy(const char *dir)
 	CHECK(system(cmd) == 0, "%s", cmd);
 }
 
+/* /proc/kallsyms is read once, in one pass, for gpudirect.core and RCCL's tests alike */
+static void kallsyms_read_once(void)
+{
+	char root[PATH_MAX], path[PATH_MAX + 32];
+	struct dr_ctx *c;
+
+	copy_fixture("rccl-kallsyms-only", root, sizeof(root));
+	c = run(root);
+	CHECK(c->kallsyms_read, "kallsyms not cached");
+	CHECK(c->kallsyms == (DR_KS_PEER_API | DR_KS_MOVE_NOTIFY | DR_KS_P2PDMA), "bits %#x",
+	      c->kallsyms);
+	expect(c, "gpudirect.core", NULL, DR_PASS, NULL);
+	CHECK(obs_bool(find(c, "gpudirect.rccl_peermem", NULL), "kallsyms_peer_api"), "peer api");
+	/* a second ask does not read the file again */
+	dr_fmt(path, sizeof(path), "%s/proc/kallsyms", root);
+	CHECK(unlink(path) == 0, "%s: %s", path, strerror(errno));
+	CHECK(dr_kallsyms(c) == c->kallsyms && c->kallsyms > 0, "read again: %d", dr_kallsyms(c));
+	/* another sysroot: read afresh (now missing: -ENOENT) */
+	CHECK(dr_ctx_set_sysroot(c, root) == 0 && dr_kallsyms(c) == -ENOENT, "%d", dr_kallsyms(c));
+	dr_ctx_free(c);
+	remove_copy(root);
+}
+
 /* A copy of @fixture whose /etc/os-release is @osrel ("" for none). */
 static struct dr_ctx *run_on_os(const char *fixture, const char *osrel, char *root, size_t len)
 {
@@ -939,6 +962,7 @@ static const struct tap_case cases[] = {
 	TAP_CASE(rccl_core_without_sysfs_probes),
 	TAP_CASE(rccl_kernel_7_1_dmabuf_forced),
 	TAP_CASE(rccl_config_gz),
+	TAP_CASE(kallsyms_read_once),
 	TAP_CASE(rccl_host_staging_on_mlx4),
 	TAP_CASE(connectx3_x4_behind_oculink),
 	TAP_CASE(connectx7_x4_behind_oculink_is_warn),

@@ -466,28 +466,6 @@ void dr_check_gpu(struct dr_ctx *c)
 
 #define PEERS "/sys/kernel/mm/memory_peers"
 
-/* Does /proc/kallsyms export the peer-memory registration (t or T)? */
-static int kallsyms_has_peer_api(struct dr_ctx *c)
-{
-	FILE *f = dr_fopen(c, "/proc/kallsyms");
-	char line[512];
-	int found = 0;
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char type, name[256];
-
-		if (sscanf(line, "%*s %c %255s", &type, name) == 2 &&
-		    (type == 't' || type == 'T') && !strcmp(name, "ib_register_peer_memory_client")) {
-			found = 1;
-			break;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
 static void check_gdr_level(struct dr_ctx *c, const struct gpu *g, int ngpu)
 {
 	for (int i = 0; i < ngpu; i++) {
@@ -555,8 +533,8 @@ void dr_check_gpudirect(struct dr_ctx *c)
 	struct dr_result *r;
 
 	n = dr_list(c, &clients, PEERS);
-	ks = kallsyms_has_peer_api(c);
-	core = n >= 0 || ks == 1;
+	ks = dr_kallsyms(c);
+	core = n >= 0 || (ks >= 0 && (ks & DR_KS_PEER_API));
 	for (int i = 0; i < n; i++) {
 		size_t l = strlen(list);
 

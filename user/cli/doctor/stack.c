@@ -58,37 +58,6 @@ static int scan_peer_clients(const struct dr_ctx *c, const char **base, char *cl
 	return 0;
 }
 
-/* Bits of what /proc/kallsyms holds, for RCCL's tests and for the explanation. */
-#define KS_PEER_API	0x1	/* t|T ib_register_peer_memory_client */
-#define KS_MOVE_NOTIFY	0x2	/* a line containing dma_buf_move_notify */
-#define KS_P2PDMA	0x4	/* a line containing pci_p2pdma */
-#define KS_INVALIDATE	0x8	/* a line containing dma_buf_invalidate_mappings */
-
-static int kallsyms_bits(const struct dr_ctx *c)
-{
-	FILE *f = dr_fopen(c, "/proc/kallsyms");
-	char line[512];
-	int bits = 0;
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char type, name[256];
-
-		if (strstr(line, "dma_buf_move_notify"))
-			bits |= KS_MOVE_NOTIFY;
-		if (strstr(line, "pci_p2pdma"))
-			bits |= KS_P2PDMA;
-		if (strstr(line, "dma_buf_invalidate_mappings"))
-			bits |= KS_INVALIDATE;
-		if (sscanf(line, "%*s %c %255s", &type, name) == 2 && (type == 't' || type == 'T') &&
-		    !strcmp(name, "ib_register_peer_memory_client"))
-			bits |= KS_PEER_API;
-	}
-	fclose(f);
-	return bits;
-}
-
 /* Bits of a kernel config, as RCCL tests it (substrings). */
 #define CF_MOVE_NOTIFY	0x1	/* CONFIG_DMABUF_MOVE_NOTIFY=y */
 #define CF_P2PDMA	0x2	/* CONFIG_PCI_P2PDMA=y */
@@ -196,23 +165,23 @@ void dr_check_rccl(struct dr_ctx *c, int dmabuf_nic, bool any_gpu_nic)
 	int ks, cf, advise_force;
 	struct dr_result *r;
 
-	ks = kallsyms_bits(c);
+	ks = dr_kallsyms(c);
 	if (ks < 0)
 		ks = 0;
 
 	/* 1. the memory_peers scan */
 	peermem = scan_peer_clients(c, &base, client, sizeof(client));
-	probe_may_work = peermem || (ks & KS_PEER_API);
+	probe_may_work = peermem || (ks & DR_KS_PEER_API);
 	r = dr_add(c, DR_C_GPUDIRECT, "rccl_peermem", "", DR_INFO, "%s", "");
 	dr_bool(r, "found", peermem);
 	dr_str(r, "path", peermem ? base : "");
 	dr_str(r, "client", client);
-	dr_bool(r, "kallsyms_peer_api", ks & KS_PEER_API);
+	dr_bool(r, "kallsyms_peer_api", ks & DR_KS_PEER_API);
 	if (peermem) {
 		r->status = DR_PASS;
 		dr_set_summary(r, "RCCL finds the peer-memory client %s/%s/version, so it turns GPU Direct RDMA on with plain ibv_reg_mr on GPU memory (RCCL since 2026 takes any client; older releases only one named amdkfd) (read from RCCL's code, not tried on hardware)",
 			       base, client);
-	} else if (ks & KS_PEER_API) {
+	} else if (ks & DR_KS_PEER_API) {
 		dr_set_summary(r, "a peer-memory core is in the kernel (ib_register_peer_memory_client in /proc/kallsyms) but none of /sys/kernel/mm/memory_peers, /sys/kernel/memory_peers, /sys/memory_peers has a client: OFED's core on kernels 6.4 and later creates no memory_peers sysfs at all (mm_kobj is not exported), so RCCL decides by its probe alone: hipMalloc(4096) and ibv_reg_mr on every NIC, which succeeds only if a client is registered with the core (older releases, e.g. rocm-6.2's net_ib.cc, took this kallsyms symbol alone as a yes) (read from RCCL's code, not tried on hardware)");
 	} else {
 		dr_set_summary(r, "no memory_peers client and no peer-memory core: RCCL decides by its probe alone (hipMalloc(4096) and ibv_reg_mr on every NIC), and without a peer client ibv_reg_mr cannot pin GPU (TTM) memory, so the probe fails (read from RCCL's code, not tried on hardware)");
@@ -224,20 +193,20 @@ void dr_check_rccl(struct dr_ctx *c, int dmabuf_nic, bool any_gpu_nic)
 	if (cf >= 0)
 		dmabuf = (cf & CF_MOVE_NOTIFY) && (cf & CF_P2PDMA);
 	else
-		dmabuf = (ks & KS_MOVE_NOTIFY) && (ks & KS_P2PDMA);
+		dmabuf = (ks & DR_KS_MOVE_NOTIFY) && (ks & DR_KS_P2PDMA);
 	r = dr_add(c, DR_C_GPUDIRECT, "rccl_dmabuf", "", dmabuf ? DR_PASS : DR_INFO, "%s", "");
 	dr_bool(r, "kernel_ok", dmabuf);
 	dr_str(r, "source", cf >= 0 ? cfg : "/proc/kallsyms");
-	dr_bool(r, "move_notify", cf >= 0 ? (cf & CF_MOVE_NOTIFY) : (ks & KS_MOVE_NOTIFY));
-	dr_bool(r, "p2pdma", cf >= 0 ? (cf & CF_P2PDMA) : (ks & KS_P2PDMA));
-	dr_bool(r, "kallsyms_invalidate_mappings", ks & KS_INVALIDATE);
+	dr_bool(r, "move_notify", cf >= 0 ? (cf & CF_MOVE_NOTIFY) : (ks & DR_KS_MOVE_NOTIFY));
+	dr_bool(r, "p2pdma", cf >= 0 ? (cf & CF_P2PDMA) : (ks & DR_KS_P2PDMA));
+	dr_bool(r, "kallsyms_invalidate_mappings", ks & DR_KS_INVALIDATE);
 	if (dmabuf) {
 		dr_set_summary(r, "RCCL's dma-buf kernel test passes (%s in %s): with NCCL_DMABUF_ENABLE (default on) and ROCr's dma-buf export it registers GPU memory through ibv_reg_dmabuf_mr (read from RCCL's code, not tried on hardware)",
 			       cf >= 0 ? "CONFIG_DMABUF_MOVE_NOTIFY=y and CONFIG_PCI_P2PDMA=y" : "dma_buf_move_notify and pci_p2pdma",
 			       cf >= 0 ? cfg : "/proc/kallsyms");
 	} else {
-		bool mn = cf >= 0 ? (cf & CF_MOVE_NOTIFY) : (ks & KS_MOVE_NOTIFY);
-		bool p2 = cf >= 0 ? (cf & CF_P2PDMA) : (ks & KS_P2PDMA);
+		bool mn = cf >= 0 ? (cf & CF_MOVE_NOTIFY) : (ks & DR_KS_MOVE_NOTIFY);
+		bool p2 = cf >= 0 ? (cf & CF_P2PDMA) : (ks & DR_KS_P2PDMA);
 		char miss[160];
 
 		dr_fmt(miss, sizeof(miss), "%s%s%s",
@@ -246,7 +215,7 @@ void dr_check_rccl(struct dr_ctx *c, int dmabuf_nic, bool any_gpu_nic)
 		       p2 ? "" : cf >= 0 ? "CONFIG_PCI_P2PDMA=y" : "pci_p2pdma");
 		dr_set_summary(r, "RCCL's dma-buf kernel test fails: no %s in %s, so RCCL silently turns dma-buf off%s (read from RCCL's code, not tried on hardware)",
 			       miss, cf >= 0 ? cfg : "/proc/kallsyms (no kernel config readable)",
-			       (ks & KS_INVALIDATE) && !(cf >= 0 ? (cf & CF_MN_LINE) : (ks & KS_MOVE_NOTIFY)) ?
+			       (ks & DR_KS_INVALIDATE) && !(cf >= 0 ? (cf & CF_MN_LINE) : (ks & DR_KS_MOVE_NOTIFY)) ?
 			       "; yet this kernel has dma_buf_invalidate_mappings, move-notify under its 7.x name, which RCCL's test does not look for" : "");
 		/* worth forcing when a NIC may take dma-buf MRs (or it cannot be told) */
 		if (c->nports && any_gpu_nic && dmabuf_nic != 0) {
