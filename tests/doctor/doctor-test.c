@@ -648,6 +648,59 @@ static void advice_follows_the_distribution(void)
 	}
 }
 
+/* rdma-core's release from libibverbs' file name; irdma below 50 is WARN, per distribution */
+static void rdma_core_version_irdma(void)
+{
+	static const struct {
+		const char *os, *advice, *not;
+	} want[] = {
+		{ OS_DEBIAN, "Debian 13 (trixie)", "dnf " },
+		{ OS_UBUNTU, "Ubuntu 24.04", "dnf " },
+		{ "", "dnf upgrade rdma-core libibverbs on Fedora", NULL },
+	};
+	char root[PATH_MAX];
+	const struct dr_result *r;
+	struct dr_ctx *c = run("rdma-irdma-44");
+
+	r = expect(c, "rdma.core_version", NULL, DR_WARN, "rdma-core 50 or newer");
+	summary_has(r, "rdma-core 44.0");
+	summary_has(r, "irdma0");
+	summary_has(r, "Unknown completion");
+	CHECK(!strcmp(obs_str(r, "version"), "44.0") && obs_int(r, "release") == 44 &&
+	      obs_bool(r, "irdma"), "observed");
+	CHECK(!strcmp(obs_str(r, "library"), "/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0"),
+	      "library %s", obs_str(r, "library"));
+	dr_ctx_free(c);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		c = run_on_os("rdma-irdma-44", want[i].os, root, sizeof(root));
+		r = expect(c, "rdma.core_version", NULL, DR_WARN, want[i].advice);
+		CHECK(!want[i].not || !strstr(r->advice, want[i].not), "%s", r->advice);
+		dr_ctx_free(c);
+		remove_copy(root);
+	}
+	/* Fedora: /usr/lib64, the linked file (not the stale one), dnf */
+	c = run_on_os("rdma-irdma-fedora", OS_FEDORA, root, sizeof(root));
+	r = expect(c, "rdma.core_version", NULL, DR_WARN, "dnf upgrade rdma-core libibverbs");
+	CHECK(!strstr(r->advice, "apt "), "apt on Fedora: %s", r->advice);
+	CHECK(obs_int(r, "release") == 48 &&
+	      !strcmp(obs_str(r, "library"), "/usr/lib64/libibverbs.so.1.14.48.0"), "%s",
+	      obs_str(r, "library"));
+	dr_ctx_free(c);
+	remove_copy(root);
+	/* 56 with irdma, 44 without: the number, as information */
+	c = run("rdma-irdma-56");
+	summary_has(expect(c, "rdma.core_version", NULL, DR_INFO, NULL), "rdma-core 56.1");
+	dr_ctx_free(c);
+	c = run("rdma-mlx5-44");
+	r = expect(c, "rdma.core_version", NULL, DR_INFO, NULL);
+	summary_has(r, "rdma-core 44.0");
+	CHECK(!obs_bool(r, "irdma"), "irdma");
+	dr_ctx_free(c);
+	c = run("rdma-no-verbs");
+	expect(c, "rdma.core_version", NULL, DR_SKIP, NULL);
+	dr_ctx_free(c);
+}
+
 #define PORT0 "sys/class/infiniband/mlx5_0/ports/1/"
 
 static void counters_growth(const char *file, const char *before, const char *after,
@@ -822,7 +875,8 @@ static void cli_json_valid_for_every_fixture(void)
 		"gttsize", "amd-iommu-off", "peer-strixpeer", "peer-amdkfd", "peer-clash",
 		"tb-one-lane", "no-module", "kernel-update", "dev-0600", "rxe-down", "broken",
 		"pcie-switch", "pcie-enough", "phoenix-8g", "oculink-cx7", "oculink-cx7-accepted",
-		"rccl-config-gz", "rccl-config-gz-truncated",
+		"rccl-config-gz", "rccl-config-gz-truncated", "rdma-irdma-44", "rdma-irdma-56",
+		"rdma-mlx5-44", "rdma-irdma-fedora", "rdma-no-verbs",
 	};
 	char py[PATH_MAX];
 	FILE *f;
@@ -991,6 +1045,7 @@ static const struct tap_case cases[] = {
 	TAP_CASE(kernel_update_without_dkms_build),
 	TAP_CASE(device_node_0600_refuses_users),
 	TAP_CASE(advice_follows_the_distribution),
+	TAP_CASE(rdma_core_version_irdma),
 	TAP_CASE(counters_symbol_errors_growing_warn),
 	TAP_CASE(counters_sequence_errors_growing_warn),
 	TAP_CASE(counters_link_downed_growing_fail),

@@ -60,8 +60,18 @@ base() {	# base ROOT [KERNEL]
 	w "$r/etc/group" "root:x:0:" "rdma:x:$gid:user"
 	w "$r/etc/systemd/system.conf" "[Manager]" "DefaultLimitMEMLOCK=infinity"
 	mkdir -p "$r/sys/class/net" "$r/sys/class/infiniband" "$r/sys/bus/pci/devices"
+	verbs "$r" /usr/lib/x86_64-linux-gnu 56.1	# Debian 13's rdma-core
 	strixpeer "$r" "$k" strixpeer
 	gpu "$r" 1586 $((512 << 20)) $((100 << 30)) 26214400
+}
+
+# rdma-core's libibverbs as its packages install it: the file named by the
+# release (libibverbs.so.1.14.<R>.<P>) and libibverbs.so.1 pointing to it;
+# any other copy of the tree's is removed first.
+verbs() {	# verbs ROOT LIBDIR RELEASE
+	rm -f "$1"/usr/lib/x86_64-linux-gnu/libibverbs.so* "$1"/usr/lib64/libibverbs.so*
+	w "$1$2/libibverbs.so.1.14.$3" ""
+	ln -sfn "libibverbs.so.1.14.$3" "$1$2/libibverbs.so.1"
 }
 
 # strixpeer loaded (client NAME registered), installed for kernel K.
@@ -213,6 +223,17 @@ cx4() {	# cx4 ROOT [MTU]
 	mkdir -p "$r/sys/class/iommu/ivhd0"
 }
 
+# An Intel E810 (ice + irdma, 100 GbE RoCE v2) in a Gen4 x16 slot.
+e810() {	# e810 ROOT
+	local r=$1 dev=pci0000:00/0000:00:01.1/0000:01:00.0
+	pci "$r" pci0000:00/0000:00:01.1 1022 14ed 060400 16.0 16 16.0 16
+	pci "$r" "$dev" 8086 1592 020000 16.0 16 16.0 16 0
+	ibdev "$r" irdma0 "$dev" 1.70 "E810"
+	port "$r" irdma0 1 "4: ACTIVE" "5: LinkUp" "100 Gb/sec (4X EDR)" Ethernet
+	roce "$r" irdma0 1 ens1f0 c612:0001
+	netdev "$r" ens1f0 9000
+}
+
 # A ConnectX-3 (Gen3 x8 card, 56 Gb/s FDR InfiniBand) behind ROOT_PORT.
 cx3() {	# cx3 ROOT ROOT_PORT_MAX_W CUR_W STATE PHYS SM_LID
 	local r=$1 rp=pci0000:00/0000:00:01.2 dev
@@ -319,6 +340,16 @@ printf '%s\n' "# Automatically generated file; DO NOT EDIT." "CONFIG_DMA_SHARED_
 f=$out/rccl-config-gz-truncated; base "$f"; cx4 "$f"
 w "$f/boot/config-6.18.4-amd64" "CONFIG_DMABUF_MOVE_NOTIFY=y" "# CONFIG_PCI_P2PDMA is not set"
 head -c 40 "$out/rccl-config-gz/proc/config.gz" > "$f/proc/config.gz"
+
+# rdma-core's release: an irdma NIC on Debian 12's 44 (WARN), on 56
+# (INFO), a ConnectX on 44 (INFO), irdma on Fedora's /usr/lib64 with 48,
+# and no libibverbs at all (SKIP)
+f=$out/rdma-irdma-44;	base "$f"; e810 "$f"; verbs "$f" /usr/lib/x86_64-linux-gnu 44.0
+f=$out/rdma-irdma-56;	base "$f"; e810 "$f"
+f=$out/rdma-mlx5-44;	base "$f"; cx4 "$f"; verbs "$f" /usr/lib/x86_64-linux-gnu 44.0
+f=$out/rdma-irdma-fedora; base "$f"; e810 "$f"; verbs "$f" /usr/lib64 48.0
+w "$f/usr/lib64/libibverbs.so.1.14.46.0" ""	# a stale older copy, not linked
+f=$out/rdma-no-verbs;	base "$f"; cx4 "$f"; rm -f "$f"/usr/lib/x86_64-linux-gnu/libibverbs.so*
 
 # rxe on a one-lane USB4 link to another host (XDomain 0-1, service 0-1.0)
 f=$out/tb-one-lane;	base "$f"
