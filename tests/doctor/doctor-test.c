@@ -701,6 +701,56 @@ static void rdma_core_version_irdma(void)
 	dr_ctx_free(c);
 }
 
+/* GTT against the node's RAM: TTM's default half is WARN, the fix per distribution */
+static void gpu_gtt_against_ram(void)
+{
+	static const struct {
+		const char *os, *advice, *not;
+	} want[] = {
+		{ OS_DEBIAN, "update-grub", "grubby" },
+		{ OS_UBUNTU, "update-initramfs -u", "grubby" },
+		{ OS_FEDORA, "grubby --update-kernel=ALL --args=\"ttm.pages_limit=28573696\"", "update-grub" },
+		{ "", "Fedora: grubby", NULL },
+	};
+	char root[PATH_MAX];
+	const struct dr_result *r;
+	struct dr_ctx *c = run("gtt-default");
+
+	r = expect(c, "gpu.gtt", NULL, DR_WARN, "ttm.pages_limit=28573696");
+	summary_has(r, "GTT 61.0 GiB");
+	summary_has(r, "RAM 125 GiB");
+	summary_has(r, "carve-out 512 MiB");
+	summary_has(r, "49%");
+	CHECK(strstr(r->advice, "amdgpu.gttsize is deprecated"), "%s", r->advice);
+	CHECK(obs_int(r, "gtt_total") == 64000000LL * 1024 && obs_int(r, "mem_total") == 131072000LL * 1024 &&
+	      obs_int(r, "vram_total") == 512LL << 20 && obs_int(r, "suggested_gtt") == 109LL << 30,
+	      "observed");
+	dr_ctx_free(c);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		c = run_on_os("gtt-default", want[i].os, root, sizeof(root));
+		r = expect(c, "gpu.gtt", NULL, DR_WARN, want[i].advice);
+		CHECK(!want[i].not || !strstr(r->advice, want[i].not), "%s", r->advice);
+		dr_ctx_free(c);
+		remove_copy(root);
+	}
+	/* the healthy node's 100 GiB: 80% of its memory */
+	c = run("healthy");
+	r = expect(c, "gpu.gtt", NULL, DR_PASS, NULL);
+	summary_has(r, "80%");
+	CHECK(!dr_get(r, "suggested_gtt"), "suggestion on a good GTT");
+	dr_ctx_free(c);
+	/* amdgpu not bound: SKIP; no AMD GPU: no GTT result at all */
+	c = run("gpu-no-amdgpu");
+	expect(c, "gpu.driver", NULL, DR_FAIL, "amdgpu");
+	summary_has(expect(c, "gpu.gtt", NULL, DR_SKIP, NULL), "mem_info_gtt_total missing");
+	dr_ctx_free(c);
+	c = run("no-gpu");
+	expect(c, "gpu.amd", NULL, DR_SKIP, NULL);
+	for (size_t i = 0; i < c->nres; i++)
+		CHECK(strcmp(c->res[i].id, "gpu.gtt"), "gpu.gtt without a GPU");
+	dr_ctx_free(c);
+}
+
 #define PORT0 "sys/class/infiniband/mlx5_0/ports/1/"
 
 static void counters_growth(const char *file, const char *before, const char *after,
@@ -876,7 +926,8 @@ static void cli_json_valid_for_every_fixture(void)
 		"tb-one-lane", "no-module", "kernel-update", "dev-0600", "rxe-down", "broken",
 		"pcie-switch", "pcie-enough", "phoenix-8g", "oculink-cx7", "oculink-cx7-accepted",
 		"rccl-config-gz", "rccl-config-gz-truncated", "rdma-irdma-44", "rdma-irdma-56",
-		"rdma-mlx5-44", "rdma-irdma-fedora", "rdma-no-verbs",
+		"rdma-mlx5-44", "rdma-irdma-fedora", "rdma-no-verbs", "gtt-default",
+		"gpu-no-amdgpu", "no-gpu",
 	};
 	char py[PATH_MAX];
 	FILE *f;
@@ -1046,6 +1097,7 @@ static const struct tap_case cases[] = {
 	TAP_CASE(device_node_0600_refuses_users),
 	TAP_CASE(advice_follows_the_distribution),
 	TAP_CASE(rdma_core_version_irdma),
+	TAP_CASE(gpu_gtt_against_ram),
 	TAP_CASE(counters_symbol_errors_growing_warn),
 	TAP_CASE(counters_sequence_errors_growing_warn),
 	TAP_CASE(counters_link_downed_growing_fail),

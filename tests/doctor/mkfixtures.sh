@@ -304,6 +304,17 @@ w "$f/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0/mem_info_vram_total" $((8
 f=$out/gttsize;		base "$f"
 w "$f/proc/cmdline" "BOOT_IMAGE=/vmlinuz root=/dev/sda1 amdgpu.gttsize=65536 ttm.pages_limit=26214400"
 w "$f/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0/mem_info_gtt_total" $((64 << 30))
+# TTM's default GTT (half of the 125 GiB MemTotal; ttm.pages_limit agrees)
+f=$out/gtt-default;	base "$f"
+w "$f/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0/mem_info_gtt_total" $((64000000 * 1024))
+w "$f/sys/module/ttm/parameters/pages_limit" 16000000
+# an AMD GPU amdgpu did not bind (no mem_info_*), and a node without one
+f=$out/gpu-no-amdgpu;	base "$f"
+rm -f "$f/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0/driver" \
+	"$f"/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0/mem_info_* "$f/dev/kfd"
+f=$out/no-gpu;		base "$f"
+rm -rf "$f/sys/bus/pci/devices/0000:c5:00.0" "$f/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0" \
+	"$f/dev/kfd"
 f=$out/amd-iommu-off;	base "$f"; cx4 "$f"
 w "$f/proc/cmdline" "BOOT_IMAGE=/vmlinuz root=/dev/sda1 amd_iommu=off"
 rm -rf "$f/sys/class/iommu/ivhd0"

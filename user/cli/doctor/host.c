@@ -364,11 +364,103 @@ static bool is_apu(uint64_t device)
 	return false;
 }
 
+/* MemTotal of /proc/meminfo in bytes (RAM without the carve-out), or 0. */
+static uint64_t mem_total(struct dr_ctx *c)
+{
+	FILE *f = dr_fopen(c, "/proc/meminfo");
+	unsigned long long kb = 0;
+	char line[256];
+	int lines = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f) && lines++ < 200)
+		if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb <= UINT64_MAX / 1024 ? kb * 1024 : 0;
+}
+
+/*
+ * GTT, the system memory the GPU may map: against ttm.pages_limit (the
+ * two must agree) and, on an APU, against the node's RAM. The GPU reaches
+ * its carve-out (VRAM) plus GTT; AMD's advice for Strix Halo is a small
+ * carve-out and a large GTT, set through ttm.pages_limit. Policy: WARN when
+ * the GPU reaches less than 3/4 of the node's memory (MemTotal + carve-out:
+ * TTM's default GTT is half of RAM); the suggestion is 7/8 of MemTotal.
+ */
+static void check_gtt(struct dr_ctx *c, const struct gpu *g, const char *subj, bool apu,
+		      uint64_t vram)
+{
+	char gtt_s[32], lim_s[32], mem_s[32], vram_s[32], want_s[32], how[512];
+	uint64_t gtt = 0, pages = 0, mem, node, want;
+	struct dr_result *r;
+	int ret = dr_read_u64(c, &gtt, "%s/mem_info_gtt_total", g->path);
+
+	if (ret) {
+		dr_add(c, DR_C_GPU, "gtt", subj, DR_SKIP,
+		       "GTT unknown: mem_info_gtt_total %s (amdgpu not bound to the GPU?)",
+		       dr_errstr(ret));
+		return;
+	}
+	dr_fmt_bytes(gtt_s, sizeof(gtt_s), gtt);
+	r = dr_add(c, DR_C_GPU, "gtt", subj, DR_PASS, "GTT %s", gtt_s);
+	dr_int(r, "gtt_total", (int64_t)gtt);
+	if (dr_read_u64(c, &pages, "/sys/module/ttm/parameters/pages_limit") == 0 && pages &&
+	    pages <= UINT64_MAX / 4096) {
+		uint64_t lim = pages * 4096;
+
+		dr_fmt_bytes(lim_s, sizeof(lim_s), lim);
+		dr_int(r, "ttm_pages_limit", (int64_t)pages);
+		dr_set_summary(r, "GTT %s, ttm.pages_limit %llu pages (%s)", gtt_s,
+			       (unsigned long long)pages, lim_s);
+		if (gtt + MiB < lim || gtt > lim + MiB) {
+			r->status = DR_WARN;
+			dr_set_summary(r, "%s: they differ, so something (amdgpu.gttsize?) overrides TTM's limit",
+				       r->summary);
+			dr_advise(r, "size GTT only through ttm.pages_limit (pages of 4 KiB) and drop amdgpu.gttsize");
+		}
+	}
+	mem = mem_total(c);
+	if (!apu || !mem)
+		return;
+	dr_int(r, "mem_total", (int64_t)mem);
+	dr_int(r, "vram_total", (int64_t)vram);
+	node = mem + vram;
+	want = mem / 8 * 7 / GiB * GiB;
+	dr_fmt_bytes(mem_s, sizeof(mem_s), mem);
+	dr_fmt_bytes(vram_s, sizeof(vram_s), vram);
+	dr_fmt_bytes(want_s, sizeof(want_s), want);
+	dr_set_summary(r, "%s; RAM %s (MemTotal) + VRAM carve-out %s: the GPU reaches %llu%% of the node's memory",
+		       r->summary, mem_s, vram_s,
+		       (unsigned long long)((gtt + vram) * 100 / (node ? node : 1)));
+	if (gtt + vram >= node / 4 * 3 || want <= gtt)
+		return;
+	dr_int(r, "suggested_gtt", (int64_t)want);
+	dr_raise(r, DR_WARN);
+	dr_set_summary(r, "%s, well below what it could have (policy: 3/4): GTT is TTM's default (half of RAM) or set small; AMD's advice for this APU is a small carve-out and a large GTT",
+		       r->summary);
+	dr_fmt(how, sizeof(how), "ttm.pages_limit=%llu", (unsigned long long)(want / 4096));
+	switch (dr_os(c)) {
+	case DR_OS_DEBIAN:
+		dr_advise(r, "give GTT %s: add %s to GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub, update-grub, reboot (or options ttm pages_limit=%llu in /etc/modprobe.d/ttm.conf, update-initramfs -u); the guides' amdgpu.gttsize is deprecated: size GTT only with ttm.pages_limit",
+			  want_s, how, (unsigned long long)(want / 4096));
+		break;
+	case DR_OS_FEDORA:
+		dr_advise(r, "give GTT %s: grubby --update-kernel=ALL --args=\"%s\", reboot (or options ttm pages_limit=%llu in /etc/modprobe.d/ttm.conf, dracut -f); the guides' amdgpu.gttsize is deprecated: size GTT only with ttm.pages_limit",
+			  want_s, how, (unsigned long long)(want / 4096));
+		break;
+	default:
+		dr_advise(r, "give GTT %s: %s on the kernel command line (Debian, Ubuntu: GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub, update-grub; Fedora: grubby --update-kernel=ALL --args=\"%s\"), reboot; the guides' amdgpu.gttsize is deprecated: size GTT only with ttm.pages_limit",
+			  want_s, how, how);
+	}
+}
+
 static void check_one_gpu(struct dr_ctx *c, const struct gpu *g, const char *rel)
 {
 	bool halo = g->device == 0x1586, apu = is_apu(g->device);
-	char subj[96], drv[64] = "", vram_s[32], gtt_s[32], lim_s[32], val[64];
-	uint64_t vram = 0, gtt = 0, pages = 0;
+	char subj[96], drv[64] = "", vram_s[32], val[64];
+	uint64_t vram = 0;
 	struct dr_result *r;
 	int ret;
 
@@ -419,25 +511,7 @@ static void check_one_gpu(struct dr_ctx *c, const struct gpu *g, const char *rel
 	} else if (ret && apu) {
 		dr_add(c, DR_C_GPU, "carveout", subj, DR_SKIP, "mem_info_vram_total %s", dr_errstr(ret));
 	}
-	if (dr_read_u64(c, &gtt, "%s/mem_info_gtt_total", g->path) == 0) {
-		dr_fmt_bytes(gtt_s, sizeof(gtt_s), gtt);
-		r = dr_add(c, DR_C_GPU, "gtt", subj, DR_PASS, "GTT %s", gtt_s);
-		dr_int(r, "gtt_total", (int64_t)gtt);
-		if (dr_read_u64(c, &pages, "/sys/module/ttm/parameters/pages_limit") == 0 && pages) {
-			uint64_t lim = pages * 4096;
-
-			dr_fmt_bytes(lim_s, sizeof(lim_s), lim);
-			dr_int(r, "ttm_pages_limit", (int64_t)pages);
-			dr_set_summary(r, "GTT %s, ttm.pages_limit %llu pages (%s)", gtt_s,
-				       (unsigned long long)pages, lim_s);
-			if (gtt + MiB < lim || gtt > lim + MiB) {
-				r->status = DR_WARN;
-				dr_set_summary(r, "%s: they differ, so something (amdgpu.gttsize?) overrides TTM's limit",
-					       r->summary);
-				dr_advise(r, "size GTT only through ttm.pages_limit (pages of 4 KiB) and drop amdgpu.gttsize");
-			}
-		}
-	}
+	check_gtt(c, g, subj, apu, ret == 0 ? vram : 0);
 	if (dr_cmdline_has(c, "amdgpu.gttsize", val, sizeof(val)) == 1) {
 		r = dr_add(c, DR_C_GPU, "gttsize", subj, DR_WARN,
 			   "amdgpu.gttsize=%s on the kernel command line: deprecated (amdgpu says so in dmesg) and it fights ttm.pages_limit",
