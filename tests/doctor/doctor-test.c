@@ -94,6 +94,22 @@ static int64_t obs_int(const struct dr_result *r, const char *key)
 	return v->i;
 }
 
+static const char *obs_str(const struct dr_result *r, const char *key)
+{
+	const struct dr_val *v = dr_get(r, key);
+
+	CHECK(v && v->type == DR_V_STR, "%s %s: no string \"%s\" observed", r->id, r->subject, key);
+	return v->s;
+}
+
+static bool obs_bool(const struct dr_result *r, const char *key)
+{
+	const struct dr_val *v = dr_get(r, key);
+
+	CHECK(v && v->type == DR_V_BOOL, "%s %s: no boolean \"%s\" observed", r->id, r->subject, key);
+	return v->i;
+}
+
 static void no_warn_or_fail(const struct dr_ctx *c)
 {
 	for (size_t i = 0; i < c->nres; i++)
@@ -294,6 +310,56 @@ static void memlock_64k_fails(void)
 	dr_ctx_free(c);
 }
 
+/* what services and containers get: systemd's default, drop-ins, docker, containerd */
+static void memlock_services_and_containers(void)
+{
+	struct dr_ctx *c = run("services-default"), *c2;
+	const struct dr_result *r, *m;
+
+	r = expect(c, "memory.services", "", DR_WARN, "LimitMEMLOCK=infinity in the unit");
+	summary_has(r, "8 MiB");
+	summary_has(r, "systemd's default");
+	CHECK(strstr(r->advice, "DefaultLimitMEMLOCK=infinity under [Manager] in /etc/systemd/system.conf.d/memlock.conf"),
+	      "%s", r->advice);
+	CHECK(obs_int(r, "memlock") == 8 << 20 && !strcmp(obs_str(r, "default_limit_memlock"), ""),
+	      "observed");
+	dr_ctx_free(c);
+	/* the same recipe text as memory.memlock's */
+	c = run("memlock-64k");
+	c2 = run("services-default");
+	m = find(c, "memory.memlock", NULL);
+	r = find(c2, "memory.services", "");
+	CHECK(m->advice && strstr(m->advice, r->advice), "memlock: %s / services: %s", m->advice,
+	      r->advice);
+	dr_ctx_free(c2);
+	dr_ctx_free(c);
+	c = run("services-dropin");
+	r = expect(c, "memory.services", "", DR_PASS, NULL);
+	CHECK(!strcmp(obs_str(r, "source"), "/etc/systemd/system.conf.d/memlock.conf"), "source %s",
+	      obs_str(r, "source"));
+	CHECK(dr_get(r, "memlock")->type == DR_V_NULL, "unlimited is null");
+	dr_ctx_free(c);
+	c = run("docker-default");
+	expect(c, "memory.services", "", DR_WARN, NULL);
+	r = expect(c, "memory.services", "docker", DR_WARN, "--ulimit memlock=-1:-1");
+	CHECK(strstr(r->advice, "\"default-ulimits\": {\"memlock\": {\"Name\": \"memlock\", \"Soft\": -1, \"Hard\": -1}}"),
+	      "%s", r->advice);
+	summary_has(r, "8 MiB");
+	r = expect(c, "memory.services", "containerd", DR_WARN, "systemctl edit containerd");
+	CHECK(obs_int(r, "memlock") == 8 << 20, "containerd memlock");
+	dr_ctx_free(c);
+	c = run("docker-ulimits");
+	r = expect(c, "memory.services", "docker", DR_PASS, NULL);
+	CHECK(dr_get(r, "memlock")->type == DR_V_NULL, "docker -1 is null");
+	r = expect(c, "memory.services", "containerd", DR_INFO, NULL);
+	CHECK(obs_int(r, "memlock") == 2LL << 30, "2G soft");
+	summary_has(r, "/etc/systemd/system/containerd.service.d/memlock.conf");
+	dr_ctx_free(c);
+	c = run("healthy");
+	expect(c, "memory.services", "", DR_PASS, NULL);
+	dr_ctx_free(c);
+}
+
 static void memlock_unlimited_passes(void)
 {
 	struct dr_ctx *c = run("memlock-unlimited");
@@ -372,22 +438,6 @@ static void peer_client_clash_with_rocm(void)
 
 	summary_has(r, "1.0");
 	dr_ctx_free(c);
-}
-
-static const char *obs_str(const struct dr_result *r, const char *key)
-{
-	const struct dr_val *v = dr_get(r, key);
-
-	CHECK(v && v->type == DR_V_STR, "%s %s: no string \"%s\" observed", r->id, r->subject, key);
-	return v->s;
-}
-
-static bool obs_bool(const struct dr_result *r, const char *key)
-{
-	const struct dr_val *v = dr_get(r, key);
-
-	CHECK(v && v->type == DR_V_BOOL, "%s %s: no boolean \"%s\" observed", r->id, r->subject, key);
-	return v->i;
 }
 
 /* RCCL's view of the healthy node: a client in sysfs, a 6.18 config with both options */
@@ -927,7 +977,8 @@ static void cli_json_valid_for_every_fixture(void)
 		"pcie-switch", "pcie-enough", "phoenix-8g", "oculink-cx7", "oculink-cx7-accepted",
 		"rccl-config-gz", "rccl-config-gz-truncated", "rdma-irdma-44", "rdma-irdma-56",
 		"rdma-mlx5-44", "rdma-irdma-fedora", "rdma-no-verbs", "gtt-default",
-		"gpu-no-amdgpu", "no-gpu",
+		"gpu-no-amdgpu", "no-gpu", "services-default", "services-dropin", "docker-default",
+		"docker-ulimits",
 	};
 	char py[PATH_MAX];
 	FILE *f;
@@ -1082,6 +1133,7 @@ static const struct tap_case cases[] = {
 	TAP_CASE(mtu_overhead_rxe_80_hw_96),
 	TAP_CASE(memlock_64k_fails),
 	TAP_CASE(memlock_unlimited_passes),
+	TAP_CASE(memlock_services_and_containers),
 	TAP_CASE(strix_halo_on_6_12_too_old),
 	TAP_CASE(strix_halo_96g_carveout),
 	TAP_CASE(other_apu_carveout),

@@ -294,6 +294,28 @@ f=$out/memlock-64k;	base "$f"
 sed -i 's/^Max locked memory .*/Max locked memory         65536                65536                bytes     /' \
 	"$f/proc/self/limits"
 f=$out/memlock-unlimited; base "$f"
+# services: systemd's 8 MiB default (DefaultLimitMEMLOCK commented out, as
+# shipped); a vendor drop-in's 8M overridden by a later /etc one; docker
+# without default-ulimits (its containers get containerd's, i.e. the
+# default) and with them; containerd's own LimitMEMLOCK drop-in
+f=$out/services-default; base "$f"
+w "$f/etc/systemd/system.conf" "[Manager]" "#DefaultLimitMEMLOCK=8M"
+f=$out/services-dropin;	base "$f"
+w "$f/etc/systemd/system.conf" "[Manager]" "#DefaultLimitMEMLOCK=8M"
+w "$f/usr/lib/systemd/system.conf.d/50-vendor.conf" "[Manager]" "DefaultLimitMEMLOCK=8M"
+w "$f/etc/systemd/system.conf.d/memlock.conf" "[Manager]" "DefaultLimitMEMLOCK=infinity"
+f=$out/docker-default;	base "$f"
+w "$f/etc/systemd/system.conf" "[Manager]" "#DefaultLimitMEMLOCK=8M"
+w "$f/etc/docker/daemon.json" '{ "log-driver": "journald" }'
+w "$f/usr/lib/systemd/system/containerd.service" "[Service]" "ExecStart=/usr/bin/containerd" \
+	"LimitNOFILE=infinity"
+w "$f/usr/bin/containerd" ""
+f=$out/docker-ulimits;	base "$f"
+w "$f/etc/systemd/system.conf" "[Manager]" "#DefaultLimitMEMLOCK=8M"
+w "$f/etc/docker/daemon.json" '{' '  "default-ulimits": {' \
+	'    "memlock": { "Name": "memlock", "Soft": -1, "Hard": -1 }' '  }' '}'
+w "$f/usr/bin/containerd" ""
+w "$f/etc/systemd/system/containerd.service.d/memlock.conf" "[Service]" "LimitMEMLOCK=2G:4G"
 
 f=$out/strix-6.12;	base "$f" 6.12.38+deb13-amd64
 f=$out/strix-96g;	base "$f"
