@@ -516,6 +516,34 @@ static void rccl_config_gz(void)
 	dr_ctx_free(c);
 }
 
+/* UCX with /dev/kfd: PASS with a peer client, WARN without one, INFO without /dev/kfd */
+static void ucx_needs_a_peer_client(void)
+{
+	struct dr_ctx *c = run("healthy");
+	const struct dr_result *r;
+
+	r = expect(c, "gpudirect.ucx", NULL, DR_PASS, NULL);
+	summary_has(r, "read from UCX's code, not tried on hardware");
+	CHECK(obs_bool(r, "kfd") && obs_bool(r, "peer_client"), "observed");
+	dr_ctx_free(c);
+	c = run("rccl-no-core");
+	r = expect(c, "gpudirect.ucx", NULL, DR_WARN, "UCX_IB_GPU_DIRECT_RDMA=no");
+	summary_has(r, "registrations of hipMalloc memory fail");
+	CHECK(strstr(r->advice, "UCX_ROCM_COPY_DMABUF=y") && strstr(r->advice, "strixpeer buffers"),
+	      "%s", r->advice);
+	CHECK(!obs_bool(r, "peer_client"), "no client");
+	dr_ctx_free(c);
+	c = run("rccl-core-no-sysfs");
+	summary_has(expect(c, "gpudirect.ucx", NULL, DR_INFO, "strixpeerctl status"),
+		    "cannot be told from files");
+	dr_ctx_free(c);
+	c = run("no-gpu");
+	r = expect(c, "gpudirect.ucx", NULL, DR_INFO, NULL);
+	summary_has(r, "no /dev/kfd");
+	CHECK(!obs_bool(r, "kfd"), "kfd");
+	dr_ctx_free(c);
+}
+
 /* host buffers only (ConnectX-3): the failing dma-buf test is no WARN */
 static void rccl_host_staging_on_mlx4(void)
 {
@@ -1119,6 +1147,7 @@ static const struct tap_case cases[] = {
 	TAP_CASE(rccl_kernel_7_1_dmabuf_forced),
 	TAP_CASE(rccl_config_gz),
 	TAP_CASE(kallsyms_read_once),
+	TAP_CASE(ucx_needs_a_peer_client),
 	TAP_CASE(rccl_host_staging_on_mlx4),
 	TAP_CASE(connectx3_x4_behind_oculink),
 	TAP_CASE(connectx7_x4_behind_oculink_is_warn),

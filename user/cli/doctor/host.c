@@ -868,6 +868,49 @@ static const char *nic_gpu_paths(const struct dr_port *p, bool *gpu)
 	return NULL;
 }
 
+/*
+ * gpudirect.ucx, read from UCX's code (src/uct/ib/base/ib_md.c), not tried
+ * on hardware: with UCX_IB_GPU_DIRECT_RDMA=try (the default) the IB memory
+ * domain counts ROCm memory as registrable when /dev/kfd exists, and then
+ * calls ibv_reg_mr on hipMalloc pointers; that pins GPU (TTM) memory only
+ * through a peer-memory client (ROCm's amdkfd, or strixpeer's). Its
+ * dma-buf route for ROCm memory (UCX_ROCM_COPY_DMABUF) is off by default.
+ * @client: a memory_peers client is registered; @unknown: a core without
+ * memory_peers sysfs, strixpeer loaded (whether it registered is not in
+ * files); @no_gpu_nic: every NIC here takes host memory only.
+ */
+static void check_ucx(struct dr_ctx *c, bool client, bool unknown, bool no_gpu_nic)
+{
+	struct dr_result *r;
+
+	if (!dr_exists(c, "/dev/kfd")) {
+		r = dr_add(c, DR_C_GPUDIRECT, "ucx", "", DR_INFO,
+			   "no /dev/kfd: UCX does not count ROCm memory as registrable on its IB devices (read from UCX's code, not tried on hardware)");
+		dr_bool(r, "kfd", false);
+		dr_bool(r, "peer_client", client);
+		return;
+	}
+	r = dr_add(c, DR_C_GPUDIRECT, "ucx", "", DR_PASS,
+		   "/dev/kfd exists, so UCX treats ROCm memory as registrable (UCX_IB_GPU_DIRECT_RDMA=try): it calls ibv_reg_mr on GPU pointers, which succeeds only through a peer-memory client%s (read from UCX's code, not tried on hardware)",
+		   client ? " (one is registered)" : unknown ? " (whether strixpeer's registered cannot be told from files: the core has no memory_peers sysfs)" : " (none is registered)");
+	dr_bool(r, "kfd", true);
+	dr_bool(r, "peer_client", client);
+	if (no_gpu_nic) {
+		r->status = DR_INFO;
+		dr_set_summary(r, "%s; and no NIC here registers GPU memory (mlx4/rxe/siw): it fails on every one",
+			       r->summary);
+		dr_advise(r, "give UCX strixpeer buffers (sp_buf_alloc, exported to HIP) rather than hipMalloc memory, or export UCX_IB_GPU_DIRECT_RDMA=no so UCX stages GPU memory through host buffers");
+	} else if (unknown) {
+		r->status = DR_INFO;
+		dr_advise(r, "strixpeerctl status says whether strixpeer's PeerDirect client registered; if not, export UCX_IB_GPU_DIRECT_RDMA=no");
+	} else if (!client) {
+		r->status = DR_WARN;
+		dr_set_summary(r, "%s: no peer client can claim GPU memory, so UCX's registrations of hipMalloc memory fail and its transfers of GPU memory fail or fall back",
+			       r->summary);
+		dr_advise(r, "export UCX_IB_GPU_DIRECT_RDMA=no (UCX then stages GPU memory through host buffers), or give UCX strixpeer buffers (sp_buf_alloc, exported to HIP), or load strixpeer with its PeerDirect client on a kernel with the peer-memory core (gpudirect.core, gpudirect.client); UCX_ROCM_COPY_DMABUF=y is UCX's dma-buf route (off by default) where the NIC takes dma-buf MRs");
+	}
+}
+
 void dr_check_gpudirect(struct dr_ctx *c)
 {
 	char **clients = NULL, list[512] = "", name[80] = "", ours[64] = "", pd[8] = "";
@@ -976,14 +1019,8 @@ void dr_check_gpudirect(struct dr_ctx *c)
 	}
 
 	amd_gpu = (ngpu = find_amd_gpus(c, g, MAX_GPUS)) > 0;
-	if (dr_exists(c, "/dev/kfd")) {
-		r = dr_add(c, DR_C_GPUDIRECT, "ucx", "", DR_INFO,
-			   "/dev/kfd exists, so UCX treats ROCm memory as registrable (UCX_IB_GPU_DIRECT_RDMA=try): it calls ibv_reg_mr on GPU pointers, which succeeds only through a peer-memory client%s%s",
-			   kfd_client || (loaded && core) ? " (one is registered)" : " (none is registered)",
-			   c->nports && !any_gpu_nic ? "; and no NIC here registers GPU memory (mlx4/rxe/siw): it fails on every one" : "");
-		if (!core)
-			dr_advise(r, "without a peer-memory core, give UCX strixpeer buffers (or export them to HIP) rather than hipMalloc memory");
-	}
+	check_ucx(c, list[0] != '\0', core && n < 0 && loaded && pd[0] != 'N' && pd[0] != '0',
+		  c->nports && !any_gpu_nic);
 
 	/* the dma-buf MR path, probed per device as NCCL/UCX do */
 	for (size_t i = 0; i < c->nports; i++) {
