@@ -88,7 +88,7 @@ CLI_HDR := user/cli/print.h user/cli/bench.h
 # strixpeerctl doctor (user/cli/doctor/): checks that read files only, the
 # live probes and --rdma-test; libkmod finds modules, librdmacm connects --peer
 DOCTOR_SRC := $(wildcard user/cli/doctor/*.c)
-DOCTOR_LIBS := -lkmod -lrdmacm -libverbs
+DOCTOR_LIBS := -lkmod -lrdmacm -libverbs -lz
 CLI_SRC += $(DOCTOR_SRC)
 CLI_HDR += user/cli/doctor/doctor.h
 TEST_SRC := $(wildcard tests/*.c)

@@ -46,6 +46,7 @@ libopenmpi-dev
 libnl-3-dev
 libnl-genl-3-dev
 libkmod-dev
+zlib1g-dev
 python3
 python3-yaml
 valgrind
@@ -90,7 +91,7 @@ run() {	# run <command...>: or print it (SP_DEPS_DRY_RUN=1)
 case " $id " in
 *" fedora "* | *" rhel "* | *" centos "*)
 	# kernel-devel for the running kernel: DKMS builds against it.
-	FPKGS="gcc make pkgconf-pkg-config kmod kmod-devel libnl3-devel
+	FPKGS="gcc make pkgconf-pkg-config kmod kmod-devel zlib-devel libnl3-devel
 rdma-core-devel rdma-core libibverbs-utils elfutils-libelf-devel
 kernel-devel-$(uname -r) dkms rpm-build rpmlint python3 python3-pyyaml
 shadow-utils man-db"

@@ -94,6 +94,22 @@ static int64_t obs_int(const struct dr_result *r, const char *key)
 	return v->i;
 }
 
+static const char *obs_str(const struct dr_result *r, const char *key)
+{
+	const struct dr_val *v = dr_get(r, key);
+
+	CHECK(v && v->type == DR_V_STR, "%s %s: no string \"%s\" observed", r->id, r->subject, key);
+	return v->s;
+}
+
+static bool obs_bool(const struct dr_result *r, const char *key)
+{
+	const struct dr_val *v = dr_get(r, key);
+
+	CHECK(v && v->type == DR_V_BOOL, "%s %s: no boolean \"%s\" observed", r->id, r->subject, key);
+	return v->i;
+}
+
 static void no_warn_or_fail(const struct dr_ctx *c)
 {
 	for (size_t i = 0; i < c->nres; i++)
@@ -294,6 +310,56 @@ static void memlock_64k_fails(void)
 	dr_ctx_free(c);
 }
 
+/* what services and containers get: systemd's default, drop-ins, docker, containerd */
+static void memlock_services_and_containers(void)
+{
+	struct dr_ctx *c = run("services-default"), *c2;
+	const struct dr_result *r, *m;
+
+	r = expect(c, "memory.services", "", DR_WARN, "LimitMEMLOCK=infinity in the unit");
+	summary_has(r, "8 MiB");
+	summary_has(r, "systemd's default");
+	CHECK(strstr(r->advice, "DefaultLimitMEMLOCK=infinity under [Manager] in /etc/systemd/system.conf.d/memlock.conf"),
+	      "%s", r->advice);
+	CHECK(obs_int(r, "memlock") == 8 << 20 && !strcmp(obs_str(r, "default_limit_memlock"), ""),
+	      "observed");
+	dr_ctx_free(c);
+	/* the same recipe text as memory.memlock's */
+	c = run("memlock-64k");
+	c2 = run("services-default");
+	m = find(c, "memory.memlock", NULL);
+	r = find(c2, "memory.services", "");
+	CHECK(m->advice && strstr(m->advice, r->advice), "memlock: %s / services: %s", m->advice,
+	      r->advice);
+	dr_ctx_free(c2);
+	dr_ctx_free(c);
+	c = run("services-dropin");
+	r = expect(c, "memory.services", "", DR_PASS, NULL);
+	CHECK(!strcmp(obs_str(r, "source"), "/etc/systemd/system.conf.d/memlock.conf"), "source %s",
+	      obs_str(r, "source"));
+	CHECK(dr_get(r, "memlock")->type == DR_V_NULL, "unlimited is null");
+	dr_ctx_free(c);
+	c = run("docker-default");
+	expect(c, "memory.services", "", DR_WARN, NULL);
+	r = expect(c, "memory.services", "docker", DR_WARN, "--ulimit memlock=-1:-1");
+	CHECK(strstr(r->advice, "\"default-ulimits\": {\"memlock\": {\"Name\": \"memlock\", \"Soft\": -1, \"Hard\": -1}}"),
+	      "%s", r->advice);
+	summary_has(r, "8 MiB");
+	r = expect(c, "memory.services", "containerd", DR_WARN, "systemctl edit containerd");
+	CHECK(obs_int(r, "memlock") == 8 << 20, "containerd memlock");
+	dr_ctx_free(c);
+	c = run("docker-ulimits");
+	r = expect(c, "memory.services", "docker", DR_PASS, NULL);
+	CHECK(dr_get(r, "memlock")->type == DR_V_NULL, "docker -1 is null");
+	r = expect(c, "memory.services", "containerd", DR_INFO, NULL);
+	CHECK(obs_int(r, "memlock") == 2LL << 30, "2G soft");
+	summary_has(r, "/etc/systemd/system/containerd.service.d/memlock.conf");
+	dr_ctx_free(c);
+	c = run("healthy");
+	expect(c, "memory.services", "", DR_PASS, NULL);
+	dr_ctx_free(c);
+}
+
 static void memlock_unlimited_passes(void)
 {
 	struct dr_ctx *c = run("memlock-unlimited");
@@ -374,22 +440,6 @@ static void peer_client_clash_with_rocm(void)
 	dr_ctx_free(c);
 }
 
-static const char *obs_str(const struct dr_result *r, const char *key)
-{
-	const struct dr_val *v = dr_get(r, key);
-
-	CHECK(v && v->type == DR_V_STR, "%s %s: no string \"%s\" observed", r->id, r->subject, key);
-	return v->s;
-}
-
-static bool obs_bool(const struct dr_result *r, const char *key)
-{
-	const struct dr_val *v = dr_get(r, key);
-
-	CHECK(v && v->type == DR_V_BOOL, "%s %s: no boolean \"%s\" observed", r->id, r->subject, key);
-	return v->i;
-}
-
 /* RCCL's view of the healthy node: a client in sysfs, a 6.18 config with both options */
 static void rccl_healthy_peermem_and_dmabuf(void)
 {
@@ -443,6 +493,54 @@ static void rccl_kernel_7_1_dmabuf_forced(void)
 	c = run("rccl-kallsyms-only");
 	r = expect(c, "gpudirect.rccl_dmabuf", NULL, DR_PASS, NULL);
 	CHECK(!strcmp(obs_str(r, "source"), "/proc/kallsyms"), "source %s", obs_str(r, "source"));
+	dr_ctx_free(c);
+}
+
+/* /proc/config.gz read with zlib, as RCCL reads it with zcat; a truncated one is skipped */
+static void rccl_config_gz(void)
+{
+	struct dr_ctx *c = run("rccl-config-gz");
+	const struct dr_result *r;
+
+	r = expect(c, "gpudirect.rccl_dmabuf", NULL, DR_PASS, NULL);
+	CHECK(!strcmp(obs_str(r, "source"), "/proc/config.gz"), "source %s", obs_str(r, "source"));
+	CHECK(obs_bool(r, "kernel_ok") && obs_bool(r, "move_notify") && obs_bool(r, "p2pdma"),
+	      "config.gz bits");
+	summary_has(r, "/proc/config.gz");
+	dr_ctx_free(c);
+	c = run("rccl-config-gz-truncated");
+	r = expect(c, "gpudirect.rccl_dmabuf", NULL, DR_WARN, "RCCL_FORCE_ENABLE_DMABUF=1");
+	CHECK(!strcmp(obs_str(r, "source"), "/boot/config-6.18.4-amd64"), "source %s",
+	      obs_str(r, "source"));
+	CHECK(obs_bool(r, "move_notify") && !obs_bool(r, "p2pdma"), "boot config bits");
+	dr_ctx_free(c);
+}
+
+/* UCX with /dev/kfd: PASS with a peer client, WARN without one, INFO without /dev/kfd */
+static void ucx_needs_a_peer_client(void)
+{
+	struct dr_ctx *c = run("healthy");
+	const struct dr_result *r;
+
+	r = expect(c, "gpudirect.ucx", NULL, DR_PASS, NULL);
+	summary_has(r, "read from UCX's code, not tried on hardware");
+	CHECK(obs_bool(r, "kfd") && obs_bool(r, "peer_client"), "observed");
+	dr_ctx_free(c);
+	c = run("rccl-no-core");
+	r = expect(c, "gpudirect.ucx", NULL, DR_WARN, "UCX_IB_GPU_DIRECT_RDMA=no");
+	summary_has(r, "registrations of hipMalloc memory fail");
+	CHECK(strstr(r->advice, "UCX_ROCM_COPY_DMABUF=y") && strstr(r->advice, "strixpeer buffers"),
+	      "%s", r->advice);
+	CHECK(!obs_bool(r, "peer_client"), "no client");
+	dr_ctx_free(c);
+	c = run("rccl-core-no-sysfs");
+	summary_has(expect(c, "gpudirect.ucx", NULL, DR_INFO, "strixpeerctl status"),
+		    "cannot be told from files");
+	dr_ctx_free(c);
+	c = run("no-gpu");
+	r = expect(c, "gpudirect.ucx", NULL, DR_INFO, NULL);
+	summary_has(r, "no /dev/kfd");
+	CHECK(!obs_bool(r, "kfd"), "kfd");
 	dr_ctx_free(c);
 }
 
@@ -553,6 +651,29 @@ static void remove_copy(const char *dir)
 	CHECK(system(cmd) == 0, "%s", cmd);
 }
 
+/* /proc/kallsyms is read once, in one pass, for gpudirect.core and RCCL's tests alike */
+static void kallsyms_read_once(void)
+{
+	char root[PATH_MAX], path[PATH_MAX + 32];
+	struct dr_ctx *c;
+
+	copy_fixture("rccl-kallsyms-only", root, sizeof(root));
+	c = run(root);
+	CHECK(c->kallsyms_read, "kallsyms not cached");
+	CHECK(c->kallsyms == (DR_KS_PEER_API | DR_KS_MOVE_NOTIFY | DR_KS_P2PDMA), "bits %#x",
+	      c->kallsyms);
+	expect(c, "gpudirect.core", NULL, DR_PASS, NULL);
+	CHECK(obs_bool(find(c, "gpudirect.rccl_peermem", NULL), "kallsyms_peer_api"), "peer api");
+	/* a second ask does not read the file again */
+	dr_fmt(path, sizeof(path), "%s/proc/kallsyms", root);
+	CHECK(unlink(path) == 0, "%s: %s", path, strerror(errno));
+	CHECK(dr_kallsyms(c) == c->kallsyms && c->kallsyms > 0, "read again: %d", dr_kallsyms(c));
+	/* another sysroot: read afresh (now missing: -ENOENT) */
+	CHECK(dr_ctx_set_sysroot(c, root) == 0 && dr_kallsyms(c) == -ENOENT, "%d", dr_kallsyms(c));
+	dr_ctx_free(c);
+	remove_copy(root);
+}
+
 /* A copy of @fixture whose /etc/os-release is @osrel ("" for none). */
 static struct dr_ctx *run_on_os(const char *fixture, const char *osrel, char *root, size_t len)
 {
@@ -603,6 +724,109 @@ static void advice_follows_the_distribution(void)
 		dr_ctx_free(c);
 		remove_copy(root);
 	}
+}
+
+/* rdma-core's release from libibverbs' file name; irdma below 50 is WARN, per distribution */
+static void rdma_core_version_irdma(void)
+{
+	static const struct {
+		const char *os, *advice, *not;
+	} want[] = {
+		{ OS_DEBIAN, "Debian 13 (trixie)", "dnf " },
+		{ OS_UBUNTU, "Ubuntu 24.04", "dnf " },
+		{ "", "dnf upgrade rdma-core libibverbs on Fedora", NULL },
+	};
+	char root[PATH_MAX];
+	const struct dr_result *r;
+	struct dr_ctx *c = run("rdma-irdma-44");
+
+	r = expect(c, "rdma.core_version", NULL, DR_WARN, "rdma-core 50 or newer");
+	summary_has(r, "rdma-core 44.0");
+	summary_has(r, "irdma0");
+	summary_has(r, "Unknown completion");
+	CHECK(!strcmp(obs_str(r, "version"), "44.0") && obs_int(r, "release") == 44 &&
+	      obs_bool(r, "irdma"), "observed");
+	CHECK(!strcmp(obs_str(r, "library"), "/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14.44.0"),
+	      "library %s", obs_str(r, "library"));
+	dr_ctx_free(c);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		c = run_on_os("rdma-irdma-44", want[i].os, root, sizeof(root));
+		r = expect(c, "rdma.core_version", NULL, DR_WARN, want[i].advice);
+		CHECK(!want[i].not || !strstr(r->advice, want[i].not), "%s", r->advice);
+		dr_ctx_free(c);
+		remove_copy(root);
+	}
+	/* Fedora: /usr/lib64, the linked file (not the stale one), dnf */
+	c = run_on_os("rdma-irdma-fedora", OS_FEDORA, root, sizeof(root));
+	r = expect(c, "rdma.core_version", NULL, DR_WARN, "dnf upgrade rdma-core libibverbs");
+	CHECK(!strstr(r->advice, "apt "), "apt on Fedora: %s", r->advice);
+	CHECK(obs_int(r, "release") == 48 &&
+	      !strcmp(obs_str(r, "library"), "/usr/lib64/libibverbs.so.1.14.48.0"), "%s",
+	      obs_str(r, "library"));
+	dr_ctx_free(c);
+	remove_copy(root);
+	/* 56 with irdma, 44 without: the number, as information */
+	c = run("rdma-irdma-56");
+	summary_has(expect(c, "rdma.core_version", NULL, DR_INFO, NULL), "rdma-core 56.1");
+	dr_ctx_free(c);
+	c = run("rdma-mlx5-44");
+	r = expect(c, "rdma.core_version", NULL, DR_INFO, NULL);
+	summary_has(r, "rdma-core 44.0");
+	CHECK(!obs_bool(r, "irdma"), "irdma");
+	dr_ctx_free(c);
+	c = run("rdma-no-verbs");
+	expect(c, "rdma.core_version", NULL, DR_SKIP, NULL);
+	dr_ctx_free(c);
+}
+
+/* GTT against the node's RAM: TTM's default half is WARN, the fix per distribution */
+static void gpu_gtt_against_ram(void)
+{
+	static const struct {
+		const char *os, *advice, *not;
+	} want[] = {
+		{ OS_DEBIAN, "update-grub", "grubby" },
+		{ OS_UBUNTU, "update-initramfs -u", "grubby" },
+		{ OS_FEDORA, "grubby --update-kernel=ALL --args=\"ttm.pages_limit=28573696\"", "update-grub" },
+		{ "", "Fedora: grubby", NULL },
+	};
+	char root[PATH_MAX];
+	const struct dr_result *r;
+	struct dr_ctx *c = run("gtt-default");
+
+	r = expect(c, "gpu.gtt", NULL, DR_WARN, "ttm.pages_limit=28573696");
+	summary_has(r, "GTT 61.0 GiB");
+	summary_has(r, "RAM 125 GiB");
+	summary_has(r, "carve-out 512 MiB");
+	summary_has(r, "49%");
+	CHECK(strstr(r->advice, "amdgpu.gttsize is deprecated"), "%s", r->advice);
+	CHECK(obs_int(r, "gtt_total") == 64000000LL * 1024 && obs_int(r, "mem_total") == 131072000LL * 1024 &&
+	      obs_int(r, "vram_total") == 512LL << 20 && obs_int(r, "suggested_gtt") == 109LL << 30,
+	      "observed");
+	dr_ctx_free(c);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		c = run_on_os("gtt-default", want[i].os, root, sizeof(root));
+		r = expect(c, "gpu.gtt", NULL, DR_WARN, want[i].advice);
+		CHECK(!want[i].not || !strstr(r->advice, want[i].not), "%s", r->advice);
+		dr_ctx_free(c);
+		remove_copy(root);
+	}
+	/* the healthy node's 100 GiB: 80% of its memory */
+	c = run("healthy");
+	r = expect(c, "gpu.gtt", NULL, DR_PASS, NULL);
+	summary_has(r, "80%");
+	CHECK(!dr_get(r, "suggested_gtt"), "suggestion on a good GTT");
+	dr_ctx_free(c);
+	/* amdgpu not bound: SKIP; no AMD GPU: no GTT result at all */
+	c = run("gpu-no-amdgpu");
+	expect(c, "gpu.driver", NULL, DR_FAIL, "amdgpu");
+	summary_has(expect(c, "gpu.gtt", NULL, DR_SKIP, NULL), "mem_info_gtt_total missing");
+	dr_ctx_free(c);
+	c = run("no-gpu");
+	expect(c, "gpu.amd", NULL, DR_SKIP, NULL);
+	for (size_t i = 0; i < c->nres; i++)
+		CHECK(strcmp(c->res[i].id, "gpu.gtt"), "gpu.gtt without a GPU");
+	dr_ctx_free(c);
 }
 
 #define PORT0 "sys/class/infiniband/mlx5_0/ports/1/"
@@ -779,6 +1003,10 @@ static void cli_json_valid_for_every_fixture(void)
 		"gttsize", "amd-iommu-off", "peer-strixpeer", "peer-amdkfd", "peer-clash",
 		"tb-one-lane", "no-module", "kernel-update", "dev-0600", "rxe-down", "broken",
 		"pcie-switch", "pcie-enough", "phoenix-8g", "oculink-cx7", "oculink-cx7-accepted",
+		"rccl-config-gz", "rccl-config-gz-truncated", "rdma-irdma-44", "rdma-irdma-56",
+		"rdma-mlx5-44", "rdma-irdma-fedora", "rdma-no-verbs", "gtt-default",
+		"gpu-no-amdgpu", "no-gpu", "services-default", "services-dropin", "docker-default",
+		"docker-ulimits",
 	};
 	char py[PATH_MAX];
 	FILE *f;
@@ -917,6 +1145,9 @@ static const struct tap_case cases[] = {
 	TAP_CASE(rccl_healthy_peermem_and_dmabuf),
 	TAP_CASE(rccl_core_without_sysfs_probes),
 	TAP_CASE(rccl_kernel_7_1_dmabuf_forced),
+	TAP_CASE(rccl_config_gz),
+	TAP_CASE(kallsyms_read_once),
+	TAP_CASE(ucx_needs_a_peer_client),
 	TAP_CASE(rccl_host_staging_on_mlx4),
 	TAP_CASE(connectx3_x4_behind_oculink),
 	TAP_CASE(connectx7_x4_behind_oculink_is_warn),
@@ -931,6 +1162,7 @@ static const struct tap_case cases[] = {
 	TAP_CASE(mtu_overhead_rxe_80_hw_96),
 	TAP_CASE(memlock_64k_fails),
 	TAP_CASE(memlock_unlimited_passes),
+	TAP_CASE(memlock_services_and_containers),
 	TAP_CASE(strix_halo_on_6_12_too_old),
 	TAP_CASE(strix_halo_96g_carveout),
 	TAP_CASE(other_apu_carveout),
@@ -945,6 +1177,8 @@ static const struct tap_case cases[] = {
 	TAP_CASE(kernel_update_without_dkms_build),
 	TAP_CASE(device_node_0600_refuses_users),
 	TAP_CASE(advice_follows_the_distribution),
+	TAP_CASE(rdma_core_version_irdma),
+	TAP_CASE(gpu_gtt_against_ram),
 	TAP_CASE(counters_symbol_errors_growing_warn),
 	TAP_CASE(counters_sequence_errors_growing_warn),
 	TAP_CASE(counters_link_downed_growing_fail),

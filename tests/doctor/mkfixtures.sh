@@ -60,8 +60,18 @@ base() {	# base ROOT [KERNEL]
 	w "$r/etc/group" "root:x:0:" "rdma:x:$gid:user"
 	w "$r/etc/systemd/system.conf" "[Manager]" "DefaultLimitMEMLOCK=infinity"
 	mkdir -p "$r/sys/class/net" "$r/sys/class/infiniband" "$r/sys/bus/pci/devices"
+	verbs "$r" /usr/lib/x86_64-linux-gnu 56.1	# Debian 13's rdma-core
 	strixpeer "$r" "$k" strixpeer
 	gpu "$r" 1586 $((512 << 20)) $((100 << 30)) 26214400
+}
+
+# rdma-core's libibverbs as its packages install it: the file named by the
+# release (libibverbs.so.1.14.<R>.<P>) and libibverbs.so.1 pointing to it;
+# any other copy of the tree's is removed first.
+verbs() {	# verbs ROOT LIBDIR RELEASE
+	rm -f "$1"/usr/lib/x86_64-linux-gnu/libibverbs.so* "$1"/usr/lib64/libibverbs.so*
+	w "$1$2/libibverbs.so.1.14.$3" ""
+	ln -sfn "libibverbs.so.1.14.$3" "$1$2/libibverbs.so.1"
 }
 
 # strixpeer loaded (client NAME registered), installed for kernel K.
@@ -213,6 +223,17 @@ cx4() {	# cx4 ROOT [MTU]
 	mkdir -p "$r/sys/class/iommu/ivhd0"
 }
 
+# An Intel E810 (ice + irdma, 100 GbE RoCE v2) in a Gen4 x16 slot.
+e810() {	# e810 ROOT
+	local r=$1 dev=pci0000:00/0000:00:01.1/0000:01:00.0
+	pci "$r" pci0000:00/0000:00:01.1 1022 14ed 060400 16.0 16 16.0 16
+	pci "$r" "$dev" 8086 1592 020000 16.0 16 16.0 16 0
+	ibdev "$r" irdma0 "$dev" 1.70 "E810"
+	port "$r" irdma0 1 "4: ACTIVE" "5: LinkUp" "100 Gb/sec (4X EDR)" Ethernet
+	roce "$r" irdma0 1 ens1f0 c612:0001
+	netdev "$r" ens1f0 9000
+}
+
 # A ConnectX-3 (Gen3 x8 card, 56 Gb/s FDR InfiniBand) behind ROOT_PORT.
 cx3() {	# cx3 ROOT ROOT_PORT_MAX_W CUR_W STATE PHYS SM_LID
 	local r=$1 rp=pci0000:00/0000:00:01.2 dev
@@ -273,6 +294,28 @@ f=$out/memlock-64k;	base "$f"
 sed -i 's/^Max locked memory .*/Max locked memory         65536                65536                bytes     /' \
 	"$f/proc/self/limits"
 f=$out/memlock-unlimited; base "$f"
+# services: systemd's 8 MiB default (DefaultLimitMEMLOCK commented out, as
+# shipped); a vendor drop-in's 8M overridden by a later /etc one; docker
+# without default-ulimits (its containers get containerd's, i.e. the
+# default) and with them; containerd's own LimitMEMLOCK drop-in
+f=$out/services-default; base "$f"
+w "$f/etc/systemd/system.conf" "[Manager]" "#DefaultLimitMEMLOCK=8M"
+f=$out/services-dropin;	base "$f"
+w "$f/etc/systemd/system.conf" "[Manager]" "#DefaultLimitMEMLOCK=8M"
+w "$f/usr/lib/systemd/system.conf.d/50-vendor.conf" "[Manager]" "DefaultLimitMEMLOCK=8M"
+w "$f/etc/systemd/system.conf.d/memlock.conf" "[Manager]" "DefaultLimitMEMLOCK=infinity"
+f=$out/docker-default;	base "$f"
+w "$f/etc/systemd/system.conf" "[Manager]" "#DefaultLimitMEMLOCK=8M"
+w "$f/etc/docker/daemon.json" '{ "log-driver": "journald" }'
+w "$f/usr/lib/systemd/system/containerd.service" "[Service]" "ExecStart=/usr/bin/containerd" \
+	"LimitNOFILE=infinity"
+w "$f/usr/bin/containerd" ""
+f=$out/docker-ulimits;	base "$f"
+w "$f/etc/systemd/system.conf" "[Manager]" "#DefaultLimitMEMLOCK=8M"
+w "$f/etc/docker/daemon.json" '{' '  "default-ulimits": {' \
+	'    "memlock": { "Name": "memlock", "Soft": -1, "Hard": -1 }' '  }' '}'
+w "$f/usr/bin/containerd" ""
+w "$f/etc/systemd/system/containerd.service.d/memlock.conf" "[Service]" "LimitMEMLOCK=2G:4G"
 
 f=$out/strix-6.12;	base "$f" 6.12.38+deb13-amd64
 f=$out/strix-96g;	base "$f"
@@ -283,6 +326,17 @@ w "$f/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0/mem_info_vram_total" $((8
 f=$out/gttsize;		base "$f"
 w "$f/proc/cmdline" "BOOT_IMAGE=/vmlinuz root=/dev/sda1 amdgpu.gttsize=65536 ttm.pages_limit=26214400"
 w "$f/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0/mem_info_gtt_total" $((64 << 30))
+# TTM's default GTT (half of the 125 GiB MemTotal; ttm.pages_limit agrees)
+f=$out/gtt-default;	base "$f"
+w "$f/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0/mem_info_gtt_total" $((64000000 * 1024))
+w "$f/sys/module/ttm/parameters/pages_limit" 16000000
+# an AMD GPU amdgpu did not bind (no mem_info_*), and a node without one
+f=$out/gpu-no-amdgpu;	base "$f"
+rm -f "$f/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0/driver" \
+	"$f"/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0/mem_info_* "$f/dev/kfd"
+f=$out/no-gpu;		base "$f"
+rm -rf "$f/sys/bus/pci/devices/0000:c5:00.0" "$f/sys/devices/pci0000:00/0000:00:08.1/0000:c5:00.0" \
+	"$f/dev/kfd"
 f=$out/amd-iommu-off;	base "$f"; cx4 "$f"
 w "$f/proc/cmdline" "BOOT_IMAGE=/vmlinuz root=/dev/sda1 amd_iommu=off"
 rm -rf "$f/sys/class/iommu/ivhd0"
@@ -309,6 +363,26 @@ w "$f/proc/kallsyms" "ffffffff81000000 T _stext" "ffffffff81000100 t ib_register
 f=$out/rccl-kallsyms-only; base "$f"; cx4 "$f"; rm -f "$f/boot/config-6.18.4-amd64"
 w "$f/proc/kallsyms" "ffffffff81000000 T _stext" "ffffffff81000100 t ib_register_peer_memory_client" \
 	"ffffffff81000200 T dma_buf_move_notify" "ffffffff81000300 T pci_p2pdma_add_resource"
+
+# only /proc/config.gz holds the config (gzipped, as the kernel serves it;
+# kallsyms has neither symbol); and a truncated one, which zcat refuses, so
+# /boot/config-R is read (it lacks CONFIG_PCI_P2PDMA)
+f=$out/rccl-config-gz;	base "$f"; cx4 "$f"; rm -f "$f/boot/config-6.18.4-amd64"
+printf '%s\n' "# Automatically generated file; DO NOT EDIT." "CONFIG_DMA_SHARED_BUFFER=y" \
+	"CONFIG_DMABUF_MOVE_NOTIFY=y" "CONFIG_PCI_P2PDMA=y" | gzip -9n > "$f/proc/config.gz"
+f=$out/rccl-config-gz-truncated; base "$f"; cx4 "$f"
+w "$f/boot/config-6.18.4-amd64" "CONFIG_DMABUF_MOVE_NOTIFY=y" "# CONFIG_PCI_P2PDMA is not set"
+head -c 40 "$out/rccl-config-gz/proc/config.gz" > "$f/proc/config.gz"
+
+# rdma-core's release: an irdma NIC on Debian 12's 44 (WARN), on 56
+# (INFO), a ConnectX on 44 (INFO), irdma on Fedora's /usr/lib64 with 48,
+# and no libibverbs at all (SKIP)
+f=$out/rdma-irdma-44;	base "$f"; e810 "$f"; verbs "$f" /usr/lib/x86_64-linux-gnu 44.0
+f=$out/rdma-irdma-56;	base "$f"; e810 "$f"
+f=$out/rdma-mlx5-44;	base "$f"; cx4 "$f"; verbs "$f" /usr/lib/x86_64-linux-gnu 44.0
+f=$out/rdma-irdma-fedora; base "$f"; e810 "$f"; verbs "$f" /usr/lib64 48.0
+w "$f/usr/lib64/libibverbs.so.1.14.46.0" ""	# a stale older copy, not linked
+f=$out/rdma-no-verbs;	base "$f"; cx4 "$f"; rm -f "$f"/usr/lib/x86_64-linux-gnu/libibverbs.so*
 
 # rxe on a one-lane USB4 link to another host (XDomain 0-1, service 0-1.0)
 f=$out/tb-one-lane;	base "$f"

@@ -106,12 +106,14 @@ int dr_ctx_set_sysroot(struct dr_ctx *c, const char *sysroot)
 	if (!strcmp(real, "/")) {
 		c->sysroot[0] = '\0';
 		c->live = true;
+		c->kallsyms_read = false;
 		return 0;
 	}
 	if (strlen(real) >= sizeof(c->sysroot) - 256)
 		return -ENAMETOOLONG;
 	strcpy(c->sysroot, real);
 	c->live = false;
+	c->kallsyms_read = false;	/* another tree's kallsyms */
 	return 0;
 }
 

@@ -93,6 +93,9 @@ struct dr_ctx {
 	struct dr_port *ports;
 	size_t nports;
 	bool scanned;
+	/* /proc/kallsyms, read once (dr_kallsyms): DR_KS_* bits or -errno */
+	int kallsyms;
+	bool kallsyms_read;
 };
 
 /* core.c: context, results, values */
@@ -152,6 +155,15 @@ const char *dr_errstr(int err);
 int dr_parse_u64(const char *s, uint64_t *v);
 int dr_parse_s64(const char *s, int64_t *v);
 unsigned int dr_parse_milli(const char *s, const char *suffix);
+/*
+ * What /proc/kallsyms holds, read in one pass the first time a check asks
+ * and kept in @c: DR_KS_* bits, or -errno when it cannot be read.
+ */
+#define DR_KS_PEER_API		0x1	/* t|T ib_register_peer_memory_client */
+#define DR_KS_MOVE_NOTIFY	0x2	/* a line containing dma_buf_move_notify */
+#define DR_KS_P2PDMA		0x4	/* a line containing pci_p2pdma */
+#define DR_KS_INVALIDATE	0x8	/* a line containing dma_buf_invalidate_mappings */
+int dr_kallsyms(struct dr_ctx *c);
 int dr_cmdline_has(const struct dr_ctx *c, const char *param, char *val, size_t len);
 int dr_kernel_release(const struct dr_ctx *c, char *out, size_t len);
 int dr_kver_cmp(const char *a, const char *b);

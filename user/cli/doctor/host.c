@@ -93,41 +93,322 @@ static void fmt_limit(char *out, size_t len, uint64_t v)
 		dr_fmt_bytes(out, len, v);
 }
 
-/* DefaultLimitMEMLOCK= of systemd's system.conf (and drop-ins), if any. */
-static bool systemd_default_memlock(struct dr_ctx *c, char *out, size_t len)
+/*
+ * The memlock recipe, in the same words wherever doctor gives it (and as
+ * README's "Users and memory limits" gives it).
+ */
+#define RECIPE_LOGINS "logins: /etc/security/limits.d/rdma.conf with \"* soft memlock unlimited\" and \"* hard memlock unlimited\", then log in again"
+#define RECIPE_SERVICES "systemd services: LimitMEMLOCK=infinity in the unit (its [Service] section: sudo systemctl edit <unit>), or for every service DefaultLimitMEMLOCK=infinity under [Manager] in /etc/systemd/system.conf.d/memlock.conf (then systemctl daemon-reexec)"
+#define RECIPE_CONTAINERS "containers: docker/podman run --ulimit memlock=-1:-1"
+#define SYSTEMD_DEFAULT_MEMLOCK (8 * MiB)	/* systemd >= 253; older: 64 KiB */
+
+/*
+ * A systemd rlimit value (LimitMEMLOCK=, DefaultLimitMEMLOCK=): "infinity"
+ * (UINT64_MAX), bytes with an optional K/M/G/T/P/E suffix (base 1024), or
+ * "soft:hard", of which the soft part counts. 0 or -EINVAL.
+ */
+static int parse_rlimit(const char *v, uint64_t *out)
 {
-	char **drop = NULL;
-	bool found = false;
-	int n;
+	static const char sfx[] = "KMGTPE";
+	char buf[64], *colon, *end;
+	unsigned long long n;
+	const char *p;
 
-	for (int pass = 0; pass < 2; pass++) {
-		n = pass ? dr_list(c, &drop, "/etc/systemd/system.conf.d") : 1;
-		for (int i = 0; i < n; i++) {
-			char line[512];
-			FILE *f = pass ? dr_fopen(c, "/etc/systemd/system.conf.d/%s", drop[i]) :
-					 dr_fopen(c, "/etc/systemd/system.conf");
-			int lines = 0;
-
-			if (!f)
-				continue;
-			while (fgets(line, sizeof(line), f) && lines++ < 1000) {
-				if (strncmp(line, "DefaultLimitMEMLOCK=", 20))
-					continue;
-				line[strcspn(line, "\n")] = '\0';
-				dr_fmt(out, len, "%s", line + 20);
-				found = true;	/* later files override earlier ones */
-			}
-			fclose(f);
-		}
-		if (pass)
-			dr_list_free(drop, n);
+	dr_fmt(buf, sizeof(buf), "%s", v);
+	colon = strchr(buf, ':');
+	if (colon)
+		*colon = '\0';
+	buf[strcspn(buf, " \t\r\n")] = '\0';
+	if (!strcmp(buf, "infinity")) {
+		*out = UINT64_MAX;
+		return 0;
 	}
+	errno = 0;
+	n = strtoull(buf, &end, 10);
+	if (errno || end == buf || buf[0] == '-')
+		return -EINVAL;
+	if (*end == 'B' && !end[1])
+		end++;
+	if (*end) {
+		p = strchr(sfx, *end);
+		if (!p || (end[1] && strcmp(end + 1, "B")))
+			return -EINVAL;
+		for (long i = 0; i <= p - sfx; i++) {
+			if (n > ULLONG_MAX / 1024)
+				return -EINVAL;
+			n *= 1024;
+		}
+	}
+	*out = n;
+	return 0;
+}
+
+/* Key=value lines of one file (any section): the last @key wins. */
+static bool ini_value(struct dr_ctx *c, const char *path, const char *key, char *out, size_t len)
+{
+	FILE *f = dr_fopen(c, "%s", path);
+	size_t n = strlen(key);
+	char line[512];
+	bool found = false;
+	int lines = 0;
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f) && lines++ < 2000) {
+		char *v = line;
+
+		while (*v == ' ' || *v == '\t')
+			v++;
+		if (strncmp(v, key, n) || v[n] != '=')
+			continue;
+		v += n + 1;
+		v[strcspn(v, "\r\n")] = '\0';
+		dr_fmt(out, len, "%s", v);
+		found = true;
+	}
+	fclose(f);
 	return found;
+}
+
+/*
+ * @key as systemd reads it: @main (the first that exists of a list), then
+ * the *.conf drop-ins of @dropdirs (highest priority first), merged by file
+ * name in order, the first directory's copy of a name winning. The last
+ * setting wins; @src names its file. false: not set.
+ */
+static bool systemd_setting(struct dr_ctx *c, const char *const *main, size_t nmain,
+			    const char *const *dropdirs, size_t ndirs, const char *key,
+			    char *out, size_t len, char *src, size_t srclen)
+{
+	char **all = NULL, path[512];
+	size_t nall = 0, cap = 0;
+	bool found = false;
+
+	for (size_t i = 0; i < nmain; i++) {
+		if (!dr_exists(c, "%s", main[i]))
+			continue;
+		if (ini_value(c, main[i], key, out, len)) {
+			dr_fmt(src, srclen, "%s", main[i]);
+			found = true;
+		}
+		break;
+	}
+	for (size_t d = 0; d < ndirs; d++) {
+		char **names;
+		int n = dr_list(c, &names, "%s", dropdirs[d]);
+
+		for (int i = 0; i < n; i++) {
+			size_t l = strlen(names[i]);
+			bool dup = false;
+
+			if (l < 6 || strcmp(names[i] + l - 5, ".conf"))
+				continue;
+			for (size_t k = 0; k < nall && !dup; k++)
+				dup = !strcmp(strrchr(all[k], '/') + 1, names[i]);
+			if (dup)
+				continue;
+			if (nall == cap) {
+				cap = cap ? 2 * cap : 16;
+				all = realloc(all, cap * sizeof(*all));
+				if (!all)
+					abort();
+			}
+			all[nall++] = dr_asprintf("%s/%s", dropdirs[d], names[i]);
+		}
+		dr_list_free(names, n);
+	}
+	/* in file-name order, whatever the directory */
+	for (size_t i = 1; i < nall; i++)
+		for (size_t k = i; k > 0 && strcmp(strrchr(all[k - 1], '/'), strrchr(all[k], '/')) > 0; k--) {
+			char *t = all[k];
+
+			all[k] = all[k - 1];
+			all[k - 1] = t;
+		}
+	for (size_t i = 0; i < nall; i++) {
+		dr_fmt(path, sizeof(path), "%s", all[i]);
+		if (ini_value(c, path, key, out, len)) {
+			dr_fmt(src, srclen, "%s", path);
+			found = true;
+		}
+		free(all[i]);
+	}
+	free(all);
+	return found;
+}
+
+static bool have_systemd(struct dr_ctx *c)
+{
+	return dr_exists(c, "/etc/systemd/system.conf") ||
+	       dr_exists(c, "/usr/lib/systemd/system.conf") ||
+	       dr_exists(c, "/run/systemd/system");
+}
+
+/* DefaultLimitMEMLOCK= for every service: bytes (UINT64_MAX unlimited). */
+static bool systemd_default_memlock(struct dr_ctx *c, char *val, size_t len, char *src,
+				    size_t srclen)
+{
+	static const char *const main[] = { "/etc/systemd/system.conf", "/usr/lib/systemd/system.conf" };
+	static const char *const dirs[] = {
+		"/etc/systemd/system.conf.d", "/run/systemd/system.conf.d",
+		"/usr/lib/systemd/system.conf.d",
+	};
+
+	return systemd_setting(c, main, 2, dirs, 3, "DefaultLimitMEMLOCK", val, len, src, srclen);
+}
+
+/* LimitMEMLOCK= of containerd.service (its unit file and drop-ins). */
+static bool containerd_memlock(struct dr_ctx *c, char *val, size_t len, char *src, size_t srclen)
+{
+	static const char *const main[] = {
+		"/etc/systemd/system/containerd.service", "/usr/lib/systemd/system/containerd.service",
+		"/lib/systemd/system/containerd.service",
+	};
+	static const char *const dirs[] = {
+		"/etc/systemd/system/containerd.service.d", "/run/systemd/system/containerd.service.d",
+		"/usr/lib/systemd/system/containerd.service.d",
+	};
+
+	return systemd_setting(c, main, 3, dirs, 3, "LimitMEMLOCK", val, len, src, srclen);
+}
+
+/*
+ * docker's "default-ulimits": {"memlock": {"Name": "memlock", "Soft": N,
+ * "Hard": N}} in /etc/docker/daemon.json: 1 and the soft limit (-1:
+ * UINT64_MAX), 0 not set, -errno unreadable or not JSON.
+ */
+static int docker_memlock(struct dr_ctx *c, uint64_t *soft)
+{
+	FILE *f = dr_fopen(c, "/etc/docker/daemon.json");
+	const struct dr_json *m, *s;
+	struct dr_json *j;
+	char err[128], *text;
+	size_t got;
+	int ret = 0;
+
+	if (!f)
+		return -errno;
+	text = dr_alloc(1 << 20);
+	got = fread(text, 1, (1 << 20) - 1, f);
+	fclose(f);
+	j = dr_json_parse(text, got, err, sizeof(err));
+	free(text);
+	if (!j || j->type != DR_J_OBJ) {
+		dr_json_free(j);
+		return -EINVAL;
+	}
+	m = dr_json_get(dr_json_get(j, "default-ulimits"), "memlock");
+	s = m ? dr_json_get(m, "Soft") : NULL;
+	if (s && s->type == DR_J_NUM) {
+		*soft = s->n < 0 ? UINT64_MAX : (uint64_t)s->n;
+		ret = 1;
+	} else if (m) {
+		ret = -EINVAL;
+	}
+	dr_json_free(j);
+	return ret;
+}
+
+static void limit_status(struct dr_result *r, uint64_t v)
+{
+	if (v == UINT64_MAX) {
+		dr_null(r, "memlock");
+		r->status = DR_PASS;
+		return;
+	}
+	dr_int(r, "memlock", (int64_t)v);
+	r->status = v < MEMLOCK_FAIL ? DR_WARN : DR_INFO;
+}
+
+/*
+ * memory.services: what a systemd service and a container get. systemd's
+ * DefaultLimitMEMLOCK (8 MiB when unset); docker's default-ulimits, else
+ * what containerd.service passes down (its LimitMEMLOCK, else systemd's
+ * default). WARN below 64 MiB (the memlock FAIL line), PASS unlimited.
+ */
+static void check_services(struct dr_ctx *c)
+{
+	char val[128] = "", src[512] = "", lim_s[32], cval[128] = "", csrc[512] = "";
+	uint64_t svc = SYSTEMD_DEFAULT_MEMLOCK, ctr, d = 0;
+	bool set = false, docker, containerd;
+	struct dr_result *r;
+	int dret;
+
+	if (have_systemd(c)) {
+		set = systemd_default_memlock(c, val, sizeof(val), src, sizeof(src));
+		if (set && parse_rlimit(val, &svc)) {
+			r = dr_add(c, DR_C_MEMORY, "services", "", DR_WARN,
+				   "DefaultLimitMEMLOCK=%s in %s: not a limit systemd takes, so services get its default (8 MiB)",
+				   val, src);
+			dr_str(r, "default_limit_memlock", val);
+			dr_str(r, "source", src);
+			dr_int(r, "memlock", (int64_t)SYSTEMD_DEFAULT_MEMLOCK);
+			dr_advise(r, RECIPE_SERVICES);
+			svc = SYSTEMD_DEFAULT_MEMLOCK;
+		} else {
+			fmt_limit(lim_s, sizeof(lim_s), svc);
+			r = dr_add(c, DR_C_MEMORY, "services", "", DR_PASS,
+				   "systemd services get RLIMIT_MEMLOCK %s%s%s%s", lim_s,
+				   set ? " (DefaultLimitMEMLOCK in " : " (systemd's default; DefaultLimitMEMLOCK is not set)",
+				   set ? src : "", set ? ")" : "");
+			dr_str(r, "default_limit_memlock", set ? val : "");
+			dr_str(r, "source", set ? src : "");
+			limit_status(r, svc);
+			if (r->status == DR_WARN) {
+				dr_set_summary(r, "%s: a service (an MPI launcher, a storage daemon) registering more than that fails (ENOMEM / EDQUOT) unless its unit raises LimitMEMLOCK",
+					       r->summary);
+				dr_advise(r, RECIPE_SERVICES);
+			} else if (r->status == DR_INFO) {
+				dr_advise(r, "RDMA services registering more than %s need more: " RECIPE_SERVICES,
+					  lim_s);
+			}
+		}
+	}
+
+	/* containers */
+	docker = dr_exists(c, "/etc/docker/daemon.json") || dr_exists(c, "/usr/bin/dockerd");
+	containerd = dr_exists(c, "/usr/bin/containerd") || dr_exists(c, "/etc/containerd/config.toml");
+	if (!docker && !containerd)
+		return;
+	ctr = svc;
+	dr_fmt(csrc, sizeof(csrc), "%s", set ? "DefaultLimitMEMLOCK" : "systemd's default");
+	if (containerd_memlock(c, cval, sizeof(cval), csrc, sizeof(csrc)) && parse_rlimit(cval, &ctr))
+		ctr = svc;
+	if (containerd) {
+		fmt_limit(lim_s, sizeof(lim_s), ctr);
+		r = dr_add(c, DR_C_MEMORY, "services", "containerd", DR_PASS,
+			   "containerd's containers get RLIMIT_MEMLOCK %s (from %s), unless their runtime sets one",
+			   lim_s, csrc);
+		dr_str(r, "source", csrc);
+		limit_status(r, ctr);
+		if (r->status == DR_WARN)
+			dr_advise(r, "LimitMEMLOCK=infinity for containerd (sudo systemctl edit containerd: [Service] LimitMEMLOCK=infinity, then systemctl restart containerd); " RECIPE_CONTAINERS);
+	}
+	if (!docker)
+		return;
+	dret = docker_memlock(c, &d);
+	if (dret == 1) {
+		fmt_limit(lim_s, sizeof(lim_s), d);
+		r = dr_add(c, DR_C_MEMORY, "services", "docker", DR_PASS,
+			   "docker containers get RLIMIT_MEMLOCK %s (default-ulimits in /etc/docker/daemon.json)",
+			   lim_s);
+		dr_str(r, "source", "/etc/docker/daemon.json");
+		limit_status(r, d);
+	} else {
+		fmt_limit(lim_s, sizeof(lim_s), ctr);
+		r = dr_add(c, DR_C_MEMORY, "services", "docker", DR_PASS,
+			   "docker containers get RLIMIT_MEMLOCK %s (%s; no memlock in /etc/docker/daemon.json's default-ulimits%s)",
+			   lim_s, csrc, dret == -EINVAL ? ", which is not JSON docker reads" : "");
+		dr_str(r, "source", csrc);
+		limit_status(r, ctr);
+	}
+	if (r->status == DR_WARN)
+		dr_advise(r, RECIPE_CONTAINERS " for each, or for every container \"default-ulimits\": {\"memlock\": {\"Name\": \"memlock\", \"Soft\": -1, \"Hard\": -1}} in /etc/docker/daemon.json, then systemctl restart docker");
 }
 
 static void check_memlock(struct dr_ctx *c)
 {
-	char soft_s[32], hard_s[32], uid[64] = "", svc[64];
+	char soft_s[32], hard_s[32], uid[64] = "";
 	uint64_t soft = 0, hard = 0;
 	struct dr_result *r;
 	bool cap;
@@ -165,20 +446,9 @@ static void check_memlock(struct dr_ctx *c)
 		if (hard > soft)
 			dr_advise(r, "this shell: ulimit -l %s",
 				  hard == UINT64_MAX ? "unlimited" : hard_s);
-		dr_advise(r, "logins: /etc/security/limits.d/rdma.conf with \"* soft memlock unlimited\" and \"* hard memlock unlimited\", then log in again; systemd services: LimitMEMLOCK=infinity in the unit; containers: docker/podman run --ulimit memlock=-1:-1");
+		dr_advise(r, RECIPE_LOGINS "; " RECIPE_SERVICES "; " RECIPE_CONTAINERS);
 	} else if (cap && soft != UINT64_MAX) {
 		dr_advise(r, "other (unprivileged) users and services are still limited: raise their limit too (limits.d, LimitMEMLOCK=infinity, --ulimit memlock=-1:-1)");
-	}
-	if (dr_exists(c, "/etc/systemd/system.conf")) {
-		bool set = systemd_default_memlock(c, svc, sizeof(svc));
-
-		r = dr_add(c, DR_C_MEMORY, "services", "", DR_INFO,
-			   "systemd services get RLIMIT_MEMLOCK %s%s", set ? svc : "8M",
-			   set ? " (DefaultLimitMEMLOCK in system.conf)" :
-				 " (systemd's default; DefaultLimitMEMLOCK is not set)");
-		dr_str(r, "default_limit_memlock", set ? svc : "");
-		if (!set || (strcmp(svc, "infinity") && strcmp(svc, "unlimited")))
-			dr_advise(r, "RDMA services need LimitMEMLOCK=infinity in their unit (systemctl edit <unit>)");
 	}
 }
 
@@ -289,6 +559,7 @@ static void check_huge_blocks(struct dr_ctx *c)
 void dr_check_memory(struct dr_ctx *c)
 {
 	check_memlock(c);
+	check_services(c);
 	check_hugepages(c);
 	check_huge_blocks(c);
 }
@@ -364,11 +635,103 @@ static bool is_apu(uint64_t device)
 	return false;
 }
 
+/* MemTotal of /proc/meminfo in bytes (RAM without the carve-out), or 0. */
+static uint64_t mem_total(struct dr_ctx *c)
+{
+	FILE *f = dr_fopen(c, "/proc/meminfo");
+	unsigned long long kb = 0;
+	char line[256];
+	int lines = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f) && lines++ < 200)
+		if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb <= UINT64_MAX / 1024 ? kb * 1024 : 0;
+}
+
+/*
+ * GTT, the system memory the GPU may map: against ttm.pages_limit (the
+ * two must agree) and, on an APU, against the node's RAM. The GPU reaches
+ * its carve-out (VRAM) plus GTT; AMD's advice for Strix Halo is a small
+ * carve-out and a large GTT, set through ttm.pages_limit. Policy: WARN when
+ * the GPU reaches less than 3/4 of the node's memory (MemTotal + carve-out:
+ * TTM's default GTT is half of RAM); the suggestion is 7/8 of MemTotal.
+ */
+static void check_gtt(struct dr_ctx *c, const struct gpu *g, const char *subj, bool apu,
+		      uint64_t vram)
+{
+	char gtt_s[32], lim_s[32], mem_s[32], vram_s[32], want_s[32], how[512];
+	uint64_t gtt = 0, pages = 0, mem, node, want;
+	struct dr_result *r;
+	int ret = dr_read_u64(c, &gtt, "%s/mem_info_gtt_total", g->path);
+
+	if (ret) {
+		dr_add(c, DR_C_GPU, "gtt", subj, DR_SKIP,
+		       "GTT unknown: mem_info_gtt_total %s (amdgpu not bound to the GPU?)",
+		       dr_errstr(ret));
+		return;
+	}
+	dr_fmt_bytes(gtt_s, sizeof(gtt_s), gtt);
+	r = dr_add(c, DR_C_GPU, "gtt", subj, DR_PASS, "GTT %s", gtt_s);
+	dr_int(r, "gtt_total", (int64_t)gtt);
+	if (dr_read_u64(c, &pages, "/sys/module/ttm/parameters/pages_limit") == 0 && pages &&
+	    pages <= UINT64_MAX / 4096) {
+		uint64_t lim = pages * 4096;
+
+		dr_fmt_bytes(lim_s, sizeof(lim_s), lim);
+		dr_int(r, "ttm_pages_limit", (int64_t)pages);
+		dr_set_summary(r, "GTT %s, ttm.pages_limit %llu pages (%s)", gtt_s,
+			       (unsigned long long)pages, lim_s);
+		if (gtt + MiB < lim || gtt > lim + MiB) {
+			r->status = DR_WARN;
+			dr_set_summary(r, "%s: they differ, so something (amdgpu.gttsize?) overrides TTM's limit",
+				       r->summary);
+			dr_advise(r, "size GTT only through ttm.pages_limit (pages of 4 KiB) and drop amdgpu.gttsize");
+		}
+	}
+	mem = mem_total(c);
+	if (!apu || !mem)
+		return;
+	dr_int(r, "mem_total", (int64_t)mem);
+	dr_int(r, "vram_total", (int64_t)vram);
+	node = mem + vram;
+	want = mem / 8 * 7 / GiB * GiB;
+	dr_fmt_bytes(mem_s, sizeof(mem_s), mem);
+	dr_fmt_bytes(vram_s, sizeof(vram_s), vram);
+	dr_fmt_bytes(want_s, sizeof(want_s), want);
+	dr_set_summary(r, "%s; RAM %s (MemTotal) + VRAM carve-out %s: the GPU reaches %llu%% of the node's memory",
+		       r->summary, mem_s, vram_s,
+		       (unsigned long long)((gtt + vram) * 100 / (node ? node : 1)));
+	if (gtt + vram >= node / 4 * 3 || want <= gtt)
+		return;
+	dr_int(r, "suggested_gtt", (int64_t)want);
+	dr_raise(r, DR_WARN);
+	dr_set_summary(r, "%s, well below what it could have (policy: 3/4): GTT is TTM's default (half of RAM) or set small; AMD's advice for this APU is a small carve-out and a large GTT",
+		       r->summary);
+	dr_fmt(how, sizeof(how), "ttm.pages_limit=%llu", (unsigned long long)(want / 4096));
+	switch (dr_os(c)) {
+	case DR_OS_DEBIAN:
+		dr_advise(r, "give GTT %s: add %s to GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub, update-grub, reboot (or options ttm pages_limit=%llu in /etc/modprobe.d/ttm.conf, update-initramfs -u); the guides' amdgpu.gttsize is deprecated: size GTT only with ttm.pages_limit",
+			  want_s, how, (unsigned long long)(want / 4096));
+		break;
+	case DR_OS_FEDORA:
+		dr_advise(r, "give GTT %s: grubby --update-kernel=ALL --args=\"%s\", reboot (or options ttm pages_limit=%llu in /etc/modprobe.d/ttm.conf, dracut -f); the guides' amdgpu.gttsize is deprecated: size GTT only with ttm.pages_limit",
+			  want_s, how, (unsigned long long)(want / 4096));
+		break;
+	default:
+		dr_advise(r, "give GTT %s: %s on the kernel command line (Debian, Ubuntu: GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub, update-grub; Fedora: grubby --update-kernel=ALL --args=\"%s\"), reboot; the guides' amdgpu.gttsize is deprecated: size GTT only with ttm.pages_limit",
+			  want_s, how, how);
+	}
+}
+
 static void check_one_gpu(struct dr_ctx *c, const struct gpu *g, const char *rel)
 {
 	bool halo = g->device == 0x1586, apu = is_apu(g->device);
-	char subj[96], drv[64] = "", vram_s[32], gtt_s[32], lim_s[32], val[64];
-	uint64_t vram = 0, gtt = 0, pages = 0;
+	char subj[96], drv[64] = "", vram_s[32], val[64];
+	uint64_t vram = 0;
 	struct dr_result *r;
 	int ret;
 
@@ -419,25 +782,7 @@ static void check_one_gpu(struct dr_ctx *c, const struct gpu *g, const char *rel
 	} else if (ret && apu) {
 		dr_add(c, DR_C_GPU, "carveout", subj, DR_SKIP, "mem_info_vram_total %s", dr_errstr(ret));
 	}
-	if (dr_read_u64(c, &gtt, "%s/mem_info_gtt_total", g->path) == 0) {
-		dr_fmt_bytes(gtt_s, sizeof(gtt_s), gtt);
-		r = dr_add(c, DR_C_GPU, "gtt", subj, DR_PASS, "GTT %s", gtt_s);
-		dr_int(r, "gtt_total", (int64_t)gtt);
-		if (dr_read_u64(c, &pages, "/sys/module/ttm/parameters/pages_limit") == 0 && pages) {
-			uint64_t lim = pages * 4096;
-
-			dr_fmt_bytes(lim_s, sizeof(lim_s), lim);
-			dr_int(r, "ttm_pages_limit", (int64_t)pages);
-			dr_set_summary(r, "GTT %s, ttm.pages_limit %llu pages (%s)", gtt_s,
-				       (unsigned long long)pages, lim_s);
-			if (gtt + MiB < lim || gtt > lim + MiB) {
-				r->status = DR_WARN;
-				dr_set_summary(r, "%s: they differ, so something (amdgpu.gttsize?) overrides TTM's limit",
-					       r->summary);
-				dr_advise(r, "size GTT only through ttm.pages_limit (pages of 4 KiB) and drop amdgpu.gttsize");
-			}
-		}
-	}
+	check_gtt(c, g, subj, apu, ret == 0 ? vram : 0);
 	if (dr_cmdline_has(c, "amdgpu.gttsize", val, sizeof(val)) == 1) {
 		r = dr_add(c, DR_C_GPU, "gttsize", subj, DR_WARN,
 			   "amdgpu.gttsize=%s on the kernel command line: deprecated (amdgpu says so in dmesg) and it fights ttm.pages_limit",
@@ -465,28 +810,6 @@ void dr_check_gpu(struct dr_ctx *c)
 /* --- GPUDirect readiness --------------------------------------------------- */
 
 #define PEERS "/sys/kernel/mm/memory_peers"
-
-/* Does /proc/kallsyms export the peer-memory registration (t or T)? */
-static int kallsyms_has_peer_api(struct dr_ctx *c)
-{
-	FILE *f = dr_fopen(c, "/proc/kallsyms");
-	char line[512];
-	int found = 0;
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char type, name[256];
-
-		if (sscanf(line, "%*s %c %255s", &type, name) == 2 &&
-		    (type == 't' || type == 'T') && !strcmp(name, "ib_register_peer_memory_client")) {
-			found = 1;
-			break;
-		}
-	}
-	fclose(f);
-	return found;
-}
 
 static void check_gdr_level(struct dr_ctx *c, const struct gpu *g, int ngpu)
 {
@@ -545,6 +868,49 @@ static const char *nic_gpu_paths(const struct dr_port *p, bool *gpu)
 	return NULL;
 }
 
+/*
+ * gpudirect.ucx, read from UCX's code (src/uct/ib/base/ib_md.c), not tried
+ * on hardware: with UCX_IB_GPU_DIRECT_RDMA=try (the default) the IB memory
+ * domain counts ROCm memory as registrable when /dev/kfd exists, and then
+ * calls ibv_reg_mr on hipMalloc pointers; that pins GPU (TTM) memory only
+ * through a peer-memory client (ROCm's amdkfd, or strixpeer's). Its
+ * dma-buf route for ROCm memory (UCX_ROCM_COPY_DMABUF) is off by default.
+ * @client: a memory_peers client is registered; @unknown: a core without
+ * memory_peers sysfs, strixpeer loaded (whether it registered is not in
+ * files); @no_gpu_nic: every NIC here takes host memory only.
+ */
+static void check_ucx(struct dr_ctx *c, bool client, bool unknown, bool no_gpu_nic)
+{
+	struct dr_result *r;
+
+	if (!dr_exists(c, "/dev/kfd")) {
+		r = dr_add(c, DR_C_GPUDIRECT, "ucx", "", DR_INFO,
+			   "no /dev/kfd: UCX does not count ROCm memory as registrable on its IB devices (read from UCX's code, not tried on hardware)");
+		dr_bool(r, "kfd", false);
+		dr_bool(r, "peer_client", client);
+		return;
+	}
+	r = dr_add(c, DR_C_GPUDIRECT, "ucx", "", DR_PASS,
+		   "/dev/kfd exists, so UCX treats ROCm memory as registrable (UCX_IB_GPU_DIRECT_RDMA=try): it calls ibv_reg_mr on GPU pointers, which succeeds only through a peer-memory client%s (read from UCX's code, not tried on hardware)",
+		   client ? " (one is registered)" : unknown ? " (whether strixpeer's registered cannot be told from files: the core has no memory_peers sysfs)" : " (none is registered)");
+	dr_bool(r, "kfd", true);
+	dr_bool(r, "peer_client", client);
+	if (no_gpu_nic) {
+		r->status = DR_INFO;
+		dr_set_summary(r, "%s; and no NIC here registers GPU memory (mlx4/rxe/siw): it fails on every one",
+			       r->summary);
+		dr_advise(r, "give UCX strixpeer buffers (sp_buf_alloc, exported to HIP) rather than hipMalloc memory, or export UCX_IB_GPU_DIRECT_RDMA=no so UCX stages GPU memory through host buffers");
+	} else if (unknown) {
+		r->status = DR_INFO;
+		dr_advise(r, "strixpeerctl status says whether strixpeer's PeerDirect client registered; if not, export UCX_IB_GPU_DIRECT_RDMA=no");
+	} else if (!client) {
+		r->status = DR_WARN;
+		dr_set_summary(r, "%s: no peer client can claim GPU memory, so UCX's registrations of hipMalloc memory fail and its transfers of GPU memory fail or fall back",
+			       r->summary);
+		dr_advise(r, "export UCX_IB_GPU_DIRECT_RDMA=no (UCX then stages GPU memory through host buffers), or give UCX strixpeer buffers (sp_buf_alloc, exported to HIP), or load strixpeer with its PeerDirect client on a kernel with the peer-memory core (gpudirect.core, gpudirect.client); UCX_ROCM_COPY_DMABUF=y is UCX's dma-buf route (off by default) where the NIC takes dma-buf MRs");
+	}
+}
+
 void dr_check_gpudirect(struct dr_ctx *c)
 {
 	char **clients = NULL, list[512] = "", name[80] = "", ours[64] = "", pd[8] = "";
@@ -555,8 +921,8 @@ void dr_check_gpudirect(struct dr_ctx *c)
 	struct dr_result *r;
 
 	n = dr_list(c, &clients, PEERS);
-	ks = kallsyms_has_peer_api(c);
-	core = n >= 0 || ks == 1;
+	ks = dr_kallsyms(c);
+	core = n >= 0 || (ks >= 0 && (ks & DR_KS_PEER_API));
 	for (int i = 0; i < n; i++) {
 		size_t l = strlen(list);
 
@@ -653,14 +1019,8 @@ void dr_check_gpudirect(struct dr_ctx *c)
 	}
 
 	amd_gpu = (ngpu = find_amd_gpus(c, g, MAX_GPUS)) > 0;
-	if (dr_exists(c, "/dev/kfd")) {
-		r = dr_add(c, DR_C_GPUDIRECT, "ucx", "", DR_INFO,
-			   "/dev/kfd exists, so UCX treats ROCm memory as registrable (UCX_IB_GPU_DIRECT_RDMA=try): it calls ibv_reg_mr on GPU pointers, which succeeds only through a peer-memory client%s%s",
-			   kfd_client || (loaded && core) ? " (one is registered)" : " (none is registered)",
-			   c->nports && !any_gpu_nic ? "; and no NIC here registers GPU memory (mlx4/rxe/siw): it fails on every one" : "");
-		if (!core)
-			dr_advise(r, "without a peer-memory core, give UCX strixpeer buffers (or export them to HIP) rather than hipMalloc memory");
-	}
+	check_ucx(c, list[0] != '\0', core && n < 0 && loaded && pd[0] != 'N' && pd[0] != '0',
+		  c->nports && !any_gpu_nic);
 
 	/* the dma-buf MR path, probed per device as NCCL/UCX do */
 	for (size_t i = 0; i < c->nports; i++) {

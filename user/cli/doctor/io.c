@@ -333,6 +333,39 @@ FILE *dr_fopen(const struct dr_ctx *c, const char *fmt, ...)
 	return f;
 }
 
+int dr_kallsyms(struct dr_ctx *c)
+{
+	char line[512];
+	int bits = 0;
+	FILE *f;
+
+	if (c->kallsyms_read)
+		return c->kallsyms;
+	f = dr_fopen(c, "/proc/kallsyms");
+	if (!f) {
+		bits = -errno;
+	} else {
+		while (fgets(line, sizeof(line), f)) {
+			char type, name[256];
+
+			if (strstr(line, "dma_buf_move_notify"))
+				bits |= DR_KS_MOVE_NOTIFY;
+			if (strstr(line, "pci_p2pdma"))
+				bits |= DR_KS_P2PDMA;
+			if (strstr(line, "dma_buf_invalidate_mappings"))
+				bits |= DR_KS_INVALIDATE;
+			if (sscanf(line, "%*s %c %255s", &type, name) == 2 &&
+			    (type == 't' || type == 'T') &&
+			    !strcmp(name, "ib_register_peer_memory_client"))
+				bits |= DR_KS_PEER_API;
+		}
+		fclose(f);
+	}
+	c->kallsyms = bits;
+	c->kallsyms_read = true;
+	return bits;
+}
+
 /* Words for the errors a read gives, as a check reports them. */
 const char *dr_errstr(int err)
 {

@@ -291,10 +291,126 @@ static void check_port(struct dr_ctx *c, struct dr_port *p)
 	}
 }
 
+/*
+ * rdma-core's release, as a user finds it: libibverbs.so.1.14.<R>.<P>, the
+ * file libibverbs.so.1 points to (its name carries rdma-core's version:
+ * libibverbs/CMakeLists.txt, "1.14.${PACKAGE_VERSION}"), in the first
+ * library directory holding one; else the highest such file there. The
+ * package database is not portable; the file name is.
+ */
+static const char *const verbs_dirs[] = {
+	"/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64", "/lib64",
+	"/usr/lib", "/usr/local/lib", "/usr/local/lib64",
+};
+
+static int verbs_version(const char *name, unsigned int *rel, unsigned int *point)
+{
+	unsigned int abi;
+	int end = 0;
+
+	if (sscanf(name, "libibverbs.so.1.%u.%u.%u%n", &abi, rel, point, &end) != 3 ||
+	    name[end] != '\0')
+		return -EINVAL;
+	return 0;
+}
+
+static int rdma_core_version(struct dr_ctx *c, char *path, size_t len, unsigned int *rel,
+			     unsigned int *point)
+{
+	for (size_t d = 0; d < sizeof(verbs_dirs) / sizeof(verbs_dirs[0]); d++) {
+		char target[256], **names;
+		int n, found = -1;
+
+		if (dr_link_name(c, target, sizeof(target), "%s/libibverbs.so.1", verbs_dirs[d]) == 0 &&
+		    verbs_version(target, rel, point) == 0) {
+			dr_fmt(path, len, "%s/%s", verbs_dirs[d], target);
+			return 0;
+		}
+		n = dr_list(c, &names, "%s", verbs_dirs[d]);
+		for (int i = 0; i < n; i++)	/* version order: the last wins */
+			if (verbs_version(names[i], rel, point) == 0)
+				found = i;
+		if (found >= 0) {
+			verbs_version(names[found], rel, point);
+			dr_fmt(path, len, "%s/%s", verbs_dirs[d], names[found]);
+		}
+		dr_list_free(names, n);
+		if (found >= 0)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/* Is the sysroot's distribution Ubuntu (its os-release ID)? */
+static bool os_is_ubuntu(const struct dr_ctx *c)
+{
+	FILE *f = dr_fopen(c, "/etc/os-release");
+	char line[256];
+	bool yes = false;
+	int lines = 0;
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f) && lines++ < 100)
+		if (!strcmp(line, "ID=ubuntu\n") || !strcmp(line, "ID=\"ubuntu\"\n"))
+			yes = true;
+	fclose(f);
+	return yes;
+}
+
+#define RDMA_CORE_IRDMA_MIN 50	/* policy: irdma's provider fixes */
+
+static void check_rdma_core(struct dr_ctx *c)
+{
+	unsigned int rel = 0, point = 0;
+	char path[512], ver[32], irdma[64] = "";
+	struct dr_result *r;
+
+	for (size_t i = 0; i < c->nports && !irdma[0]; i++)
+		if (!strncmp(c->ports[i].dev, "irdma", 5))
+			dr_fmt(irdma, sizeof(irdma), "%s", c->ports[i].dev);
+	if (rdma_core_version(c, path, sizeof(path), &rel, &point)) {
+		r = dr_add(c, DR_C_RDMA, "core_version", "", DR_SKIP,
+			   "no libibverbs.so.1.14.<release>.<n> in /usr/lib/x86_64-linux-gnu, /usr/lib64 or the other library directories: rdma-core's version unknown");
+		dr_bool(r, "irdma", irdma[0]);
+		return;
+	}
+	dr_fmt(ver, sizeof(ver), "%u.%u", rel, point);
+	r = dr_add(c, DR_C_RDMA, "core_version", "", DR_INFO, "rdma-core %s (%s)%s%s", ver, path,
+		   irdma[0] ? "; irdma device " : "", irdma);
+	dr_str(r, "version", ver);
+	dr_int(r, "release", rel);
+	dr_str(r, "library", path);
+	dr_bool(r, "irdma", irdma[0]);
+	if (!irdma[0] || rel >= RDMA_CORE_IRDMA_MIN)
+		return;
+	r->status = DR_WARN;
+	dr_set_summary(r, "rdma-core %s (%s) with the irdma device %s: irdma's provider in rdma-core before v%d reports \"Unknown completion\" errors and mishandles completions that later releases fixed (policy: v%d or newer with irdma)",
+		       ver, path, irdma, RDMA_CORE_IRDMA_MIN, RDMA_CORE_IRDMA_MIN);
+	switch (dr_os(c)) {
+	case DR_OS_DEBIAN:
+		if (os_is_ubuntu(c))
+			dr_advise(r, "install rdma-core %d or newer: Ubuntu 24.04 ships 50 (apt install rdma-core ibverbs-providers libibverbs1 after the upgrade); on older releases build rdma-core from https://github.com/linux-rdma/rdma-core",
+				  RDMA_CORE_IRDMA_MIN);
+		else
+			dr_advise(r, "install rdma-core %d or newer: Debian 13 (trixie) ships it (apt install rdma-core ibverbs-providers libibverbs1), Debian 12 has 44; or build rdma-core from https://github.com/linux-rdma/rdma-core",
+				  RDMA_CORE_IRDMA_MIN);
+		break;
+	case DR_OS_FEDORA:
+		dr_advise(r, "install rdma-core %d or newer: dnf upgrade rdma-core libibverbs libibverbs-utils (on a Fedora release that ships it), or build rdma-core from https://github.com/linux-rdma/rdma-core",
+			  RDMA_CORE_IRDMA_MIN);
+		break;
+	default:
+		dr_advise(r, "install rdma-core %d or newer (apt install rdma-core ibverbs-providers libibverbs1 on Debian 13 / Ubuntu 24.04, dnf upgrade rdma-core libibverbs on Fedora), or build it from https://github.com/linux-rdma/rdma-core",
+			  RDMA_CORE_IRDMA_MIN);
+	}
+}
+
 void dr_check_rdma(struct dr_ctx *c)
 {
 	struct dr_result *r;
 
+	check_rdma_core(c);
 	if (!c->nports) {
 		r = dr_add(c, DR_C_RDMA, "devices", "", DR_FAIL, "no RDMA device (%s %s)", IB,
 			   dr_exists(c, IB) ? "is empty" : "does not exist");

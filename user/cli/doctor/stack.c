@@ -13,7 +13,8 @@
  *    ibv_reg_mr on it, which must succeed on every NIC.
  *  - src/misc/rocmwrap.cc + kernel_config.cc: dma-buf (NCCL_DMABUF_ENABLE,
  *    default on) needs "CONFIG_DMABUF_MOVE_NOTIFY=y" and "CONFIG_PCI_P2PDMA=y"
- *    as substrings of the first readable of /proc/config.gz (zcat),
+ *    as substrings of the first readable of /proc/config.gz (RCCL runs
+ *    zcat; doctor reads it with zlib, no shell),
  *    /boot/config-R, /usr/src/linux-R/.config, /usr/src/linux/.config,
  *    /usr/lib/modules/R/config, /usr/lib/ostree-boot/config-R,
  *    /usr/lib/kernel/config-R, /usr/src/linux-headers-R/.config,
@@ -21,15 +22,13 @@
  *    readable, /proc/kallsyms lines containing "dma_buf_move_notify" and
  *    "pci_p2pdma". RCCL_FORCE_ENABLE_DMABUF=1 skips the kernel test.
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/wait.h>
+#include <zlib.h>
 
 #include "doctor.h"
 
@@ -59,37 +58,6 @@ static int scan_peer_clients(const struct dr_ctx *c, const char **base, char *cl
 	return 0;
 }
 
-/* Bits of what /proc/kallsyms holds, for RCCL's tests and for the explanation. */
-#define KS_PEER_API	0x1	/* t|T ib_register_peer_memory_client */
-#define KS_MOVE_NOTIFY	0x2	/* a line containing dma_buf_move_notify */
-#define KS_P2PDMA	0x4	/* a line containing pci_p2pdma */
-#define KS_INVALIDATE	0x8	/* a line containing dma_buf_invalidate_mappings */
-
-static int kallsyms_bits(const struct dr_ctx *c)
-{
-	FILE *f = dr_fopen(c, "/proc/kallsyms");
-	char line[512];
-	int bits = 0;
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char type, name[256];
-
-		if (strstr(line, "dma_buf_move_notify"))
-			bits |= KS_MOVE_NOTIFY;
-		if (strstr(line, "pci_p2pdma"))
-			bits |= KS_P2PDMA;
-		if (strstr(line, "dma_buf_invalidate_mappings"))
-			bits |= KS_INVALIDATE;
-		if (sscanf(line, "%*s %c %255s", &type, name) == 2 && (type == 't' || type == 'T') &&
-		    !strcmp(name, "ib_register_peer_memory_client"))
-			bits |= KS_PEER_API;
-	}
-	fclose(f);
-	return bits;
-}
-
 /* Bits of a kernel config, as RCCL tests it (substrings). */
 #define CF_MOVE_NOTIFY	0x1	/* CONFIG_DMABUF_MOVE_NOTIFY=y */
 #define CF_P2PDMA	0x2	/* CONFIG_PCI_P2PDMA=y */
@@ -103,53 +71,6 @@ static void config_line(const char *line, int *bits)
 		*bits |= CF_P2PDMA;
 	if (strstr(line, "CONFIG_DMABUF_MOVE_NOTIFY"))
 		*bits |= CF_MN_LINE;
-}
-
-/*
- * zcat @path (an argument vector, no shell) into config_line(): whether it
- * gave any line. zcat missing or failing to start: none.
- */
-static int zcat_config(const char *path, int *bits)
-{
-	char *const argv[] = { (char *)"zcat", (char *)path, NULL };
-	posix_spawn_file_actions_t fa;
-	char line[1024];
-	int pfd[2], got = 0, ret, st;
-	pid_t pid;
-	FILE *f;
-
-	if (pipe2(pfd, O_CLOEXEC))
-		return 0;
-	ret = posix_spawn_file_actions_init(&fa);
-	if (ret) {
-		close(pfd[0]);
-		close(pfd[1]);
-		return 0;
-	}
-	ret = posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
-	if (!ret)
-		ret = posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	if (!ret)
-		ret = posix_spawnp(&pid, "zcat", &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(pfd[1]);
-	if (ret) {
-		close(pfd[0]);
-		return 0;
-	}
-	f = fdopen(pfd[0], "r");
-	if (f) {
-		while (fgets(line, sizeof(line), f)) {
-			config_line(line, bits);
-			got = 1;
-		}
-		fclose(f);
-	} else {
-		close(pfd[0]);
-	}
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	return got;
 }
 
 /*
@@ -167,7 +88,7 @@ static int kernel_config(const struct dr_ctx *c, const char *rel, char *used, si
 	char line[1024];
 
 	for (size_t i = 0; i < sizeof(tmpl) / sizeof(tmpl[0]); i++) {
-		int bits = 0;
+		int bits = 0, got = 0, zerr = Z_OK, plain;
 		FILE *f;
 
 #pragma GCC diagnostic push
@@ -175,11 +96,31 @@ static int kernel_config(const struct dr_ctx *c, const char *rel, char *used, si
 		dr_fmt(used, len, tmpl[i], rel);
 #pragma GCC diagnostic pop
 		if (i == 0) {
-			char path[4096];
+			gzFile z;
+			int fd;
 
-			/* RCCL runs zcat on it; so does doctor */
-			if (dr_path(c, path, sizeof(path), "%s", used) || access(path, R_OK) ||
-			    !zcat_config(path, &bits))
+			/* RCCL runs zcat on it; doctor reads it with zlib (no shell) */
+			f = dr_fopen(c, "%s", used);	/* a regular file, never a FIFO */
+			if (!f)
+				continue;
+			fd = fcntl(fileno(f), F_DUPFD_CLOEXEC, 0);
+			fclose(f);
+			z = fd < 0 ? NULL : gzdopen(fd, "rb");
+			if (!z) {
+				if (fd >= 0)
+					close(fd);
+				continue;
+			}
+			/* a kernel config has ~10000 lines; a bigger stream is no config */
+			while (got < 200000 && gzgets(z, line, sizeof(line))) {
+				config_line(line, &bits);
+				got++;
+			}
+			gzerror(z, &zerr);
+			plain = gzdirect(z);
+			gzclose(z);
+			/* zcat refuses a truncated or not gzipped file: the next path */
+			if (!got || plain || (zerr != Z_OK && zerr != Z_STREAM_END))
 				continue;
 			return bits;
 		}
@@ -224,23 +165,23 @@ void dr_check_rccl(struct dr_ctx *c, int dmabuf_nic, bool any_gpu_nic)
 	int ks, cf, advise_force;
 	struct dr_result *r;
 
-	ks = kallsyms_bits(c);
+	ks = dr_kallsyms(c);
 	if (ks < 0)
 		ks = 0;
 
 	/* 1. the memory_peers scan */
 	peermem = scan_peer_clients(c, &base, client, sizeof(client));
-	probe_may_work = peermem || (ks & KS_PEER_API);
+	probe_may_work = peermem || (ks & DR_KS_PEER_API);
 	r = dr_add(c, DR_C_GPUDIRECT, "rccl_peermem", "", DR_INFO, "%s", "");
 	dr_bool(r, "found", peermem);
 	dr_str(r, "path", peermem ? base : "");
 	dr_str(r, "client", client);
-	dr_bool(r, "kallsyms_peer_api", ks & KS_PEER_API);
+	dr_bool(r, "kallsyms_peer_api", ks & DR_KS_PEER_API);
 	if (peermem) {
 		r->status = DR_PASS;
 		dr_set_summary(r, "RCCL finds the peer-memory client %s/%s/version, so it turns GPU Direct RDMA on with plain ibv_reg_mr on GPU memory (RCCL since 2026 takes any client; older releases only one named amdkfd) (read from RCCL's code, not tried on hardware)",
 			       base, client);
-	} else if (ks & KS_PEER_API) {
+	} else if (ks & DR_KS_PEER_API) {
 		dr_set_summary(r, "a peer-memory core is in the kernel (ib_register_peer_memory_client in /proc/kallsyms) but none of /sys/kernel/mm/memory_peers, /sys/kernel/memory_peers, /sys/memory_peers has a client: OFED's core on kernels 6.4 and later creates no memory_peers sysfs at all (mm_kobj is not exported), so RCCL decides by its probe alone: hipMalloc(4096) and ibv_reg_mr on every NIC, which succeeds only if a client is registered with the core (older releases, e.g. rocm-6.2's net_ib.cc, took this kallsyms symbol alone as a yes) (read from RCCL's code, not tried on hardware)");
 	} else {
 		dr_set_summary(r, "no memory_peers client and no peer-memory core: RCCL decides by its probe alone (hipMalloc(4096) and ibv_reg_mr on every NIC), and without a peer client ibv_reg_mr cannot pin GPU (TTM) memory, so the probe fails (read from RCCL's code, not tried on hardware)");
@@ -252,20 +193,20 @@ void dr_check_rccl(struct dr_ctx *c, int dmabuf_nic, bool any_gpu_nic)
 	if (cf >= 0)
 		dmabuf = (cf & CF_MOVE_NOTIFY) && (cf & CF_P2PDMA);
 	else
-		dmabuf = (ks & KS_MOVE_NOTIFY) && (ks & KS_P2PDMA);
+		dmabuf = (ks & DR_KS_MOVE_NOTIFY) && (ks & DR_KS_P2PDMA);
 	r = dr_add(c, DR_C_GPUDIRECT, "rccl_dmabuf", "", dmabuf ? DR_PASS : DR_INFO, "%s", "");
 	dr_bool(r, "kernel_ok", dmabuf);
 	dr_str(r, "source", cf >= 0 ? cfg : "/proc/kallsyms");
-	dr_bool(r, "move_notify", cf >= 0 ? (cf & CF_MOVE_NOTIFY) : (ks & KS_MOVE_NOTIFY));
-	dr_bool(r, "p2pdma", cf >= 0 ? (cf & CF_P2PDMA) : (ks & KS_P2PDMA));
-	dr_bool(r, "kallsyms_invalidate_mappings", ks & KS_INVALIDATE);
+	dr_bool(r, "move_notify", cf >= 0 ? (cf & CF_MOVE_NOTIFY) : (ks & DR_KS_MOVE_NOTIFY));
+	dr_bool(r, "p2pdma", cf >= 0 ? (cf & CF_P2PDMA) : (ks & DR_KS_P2PDMA));
+	dr_bool(r, "kallsyms_invalidate_mappings", ks & DR_KS_INVALIDATE);
 	if (dmabuf) {
 		dr_set_summary(r, "RCCL's dma-buf kernel test passes (%s in %s): with NCCL_DMABUF_ENABLE (default on) and ROCr's dma-buf export it registers GPU memory through ibv_reg_dmabuf_mr (read from RCCL's code, not tried on hardware)",
 			       cf >= 0 ? "CONFIG_DMABUF_MOVE_NOTIFY=y and CONFIG_PCI_P2PDMA=y" : "dma_buf_move_notify and pci_p2pdma",
 			       cf >= 0 ? cfg : "/proc/kallsyms");
 	} else {
-		bool mn = cf >= 0 ? (cf & CF_MOVE_NOTIFY) : (ks & KS_MOVE_NOTIFY);
-		bool p2 = cf >= 0 ? (cf & CF_P2PDMA) : (ks & KS_P2PDMA);
+		bool mn = cf >= 0 ? (cf & CF_MOVE_NOTIFY) : (ks & DR_KS_MOVE_NOTIFY);
+		bool p2 = cf >= 0 ? (cf & CF_P2PDMA) : (ks & DR_KS_P2PDMA);
 		char miss[160];
 
 		dr_fmt(miss, sizeof(miss), "%s%s%s",
@@ -274,7 +215,7 @@ void dr_check_rccl(struct dr_ctx *c, int dmabuf_nic, bool any_gpu_nic)
 		       p2 ? "" : cf >= 0 ? "CONFIG_PCI_P2PDMA=y" : "pci_p2pdma");
 		dr_set_summary(r, "RCCL's dma-buf kernel test fails: no %s in %s, so RCCL silently turns dma-buf off%s (read from RCCL's code, not tried on hardware)",
 			       miss, cf >= 0 ? cfg : "/proc/kallsyms (no kernel config readable)",
-			       (ks & KS_INVALIDATE) && !(cf >= 0 ? (cf & CF_MN_LINE) : (ks & KS_MOVE_NOTIFY)) ?
+			       (ks & DR_KS_INVALIDATE) && !(cf >= 0 ? (cf & CF_MN_LINE) : (ks & DR_KS_MOVE_NOTIFY)) ?
 			       "; yet this kernel has dma_buf_invalidate_mappings, move-notify under its 7.x name, which RCCL's test does not look for" : "");
 		/* worth forcing when a NIC may take dma-buf MRs (or it cannot be told) */
 		if (c->nports && any_gpu_nic && dmabuf_nic != 0) {
