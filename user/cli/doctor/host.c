@@ -907,7 +907,7 @@ static void check_ucx(struct dr_ctx *c, bool client, bool unknown, bool no_gpu_n
 		r->status = DR_WARN;
 		dr_set_summary(r, "%s: no peer client can claim GPU memory, so UCX's registrations of hipMalloc memory fail and its transfers of GPU memory fail or fall back",
 			       r->summary);
-		dr_advise(r, "export UCX_IB_GPU_DIRECT_RDMA=no (UCX then stages GPU memory through host buffers), or give UCX strixpeer buffers (sp_buf_alloc, exported to HIP), or load strixpeer with its PeerDirect client on a kernel with the peer-memory core (gpudirect.core, gpudirect.client); UCX_ROCM_COPY_DMABUF=y is UCX's dma-buf route (off by default) where the NIC takes dma-buf MRs");
+		dr_advise(r, "export UCX_IB_GPU_DIRECT_RDMA=no (UCX then stages GPU memory through host buffers), or give UCX strixpeer buffers (sp_buf_alloc, exported to HIP), or load strixpeer with its PeerDirect client on a kernel with the peer-memory core (gpudirect.core, gpudirect.client); where the NIC takes dma-buf MRs, start the program with LD_PRELOAD=libstrixpeer-preload.so (libstrixpeer(3): its ibv_reg_mr registers GPU memory through its dma-buf) or set UCX_ROCM_COPY_DMABUF=y (UCX's own dma-buf route, off by default)");
 	}
 }
 
