@@ -28,9 +28,6 @@
  *            system dma-heap, vgem dumb buffers (when loaded), IMPORT of
  *            those and of the module's own exports at random VAs, offsets
  *            and lengths, UNIMPORT, IMPORT_INFO, closing fds under imports;
- *            GEM_DMABUF on vgem BOs mapped through the card (random
- *            offsets, sizes, flags; the handle closed first) and on
- *            anything else in the arena;
  *            vgem importing exports (a device attaching and mapping them,
  *            DMA-API debug watching) and letting go.
  *   netlink  the "strixpeer" generic netlink family: every command, do and
@@ -899,9 +896,8 @@ static void reset_all(struct wstate *w)
 static const unsigned long known_cmds[] = {
 	STRIXPEER_IOC_VERSION, STRIXPEER_IOC_BUF_ALLOC, STRIXPEER_IOC_BUF_FREE,
 	STRIXPEER_IOC_BUF_INFO, STRIXPEER_IOC_IMPORT, STRIXPEER_IOC_UNIMPORT,
-	STRIXPEER_IOC_IMPORT_INFO, STRIXPEER_IOC_BUF_EXPORT, STRIXPEER_IOC_GEM_DMABUF,
+	STRIXPEER_IOC_IMPORT_INFO, STRIXPEER_IOC_BUF_EXPORT,
 };
-#define NKNOWN	(sizeof(known_cmds) / sizeof(known_cmds[0]))
 
 /* A page-aligned scratch area with a PROT_NONE page after it and a read-only page. */
 static char *scratch, *scratch_ro;
@@ -975,12 +971,10 @@ static int fuzz_ioctl(struct wstate *w, int fd, unsigned long cmd, void *arg, si
 	return ret < 0 ? -errno : ret;
 }
 
-static void op_gem_dmabuf(struct wstate *w, int di, int fd);
-
 static void op_ioctl(struct wstate *w)
 {
 	int di = pick_dev(w), fd = w->dev[di];
-	int which = (int)below(&w->r, 10);
+	int which = (int)below(&w->r, 9);
 
 	if (fd < 0 || one_in(&w->r, 40))
 		fd = one_in(&w->r, 2) ? -1 : (int)below(&w->r, 64);	/* bad or random fd */
@@ -1106,9 +1100,6 @@ static void op_ioctl(struct wstate *w)
 					w->im[k].live = false;
 		break;
 	}
-	case 9:
-		op_gem_dmabuf(w, di, fd);
-		break;
 	case 8: {
 		int i = (int)below(&w->r, NIMP);
 		struct strixpeer_import_info ii = { .handle = one_in(&w->r, 5) ? (uint32_t)rnd(&w->r) : w->im[i].handle,
@@ -1130,11 +1121,10 @@ static void op_ioctl_garbage(struct wstate *w)
 	switch (below(&w->r, 4)) {
 	case 0:
 		cmd = _IOC((unsigned int)below(&w->r, 4), STRIXPEER_IOC_MAGIC,
-			   NKNOWN + (unsigned int)below(&w->r, 256 - NKNOWN),
-			   (unsigned int)below(&w->r, 512));
+			   8 + (unsigned int)below(&w->r, 248), (unsigned int)below(&w->r, 512));
 		break;
 	case 1:
-		cmd = known_cmds[below(&w->r, NKNOWN)] ^ (1UL << below(&w->r, 32));
+		cmd = known_cmds[below(&w->r, 8)] ^ (1UL << below(&w->r, 32));
 		break;
 	case 2:
 		cmd = _IOC((unsigned int)below(&w->r, 4), (unsigned int)below(&w->r, 256),
@@ -1289,71 +1279,10 @@ struct drm_gem_close_ {
 	uint32_t handle, pad;
 };
 
-struct drm_mode_map_dumb_ {
-	uint32_t handle, pad;
-	uint64_t offset;
-};
-
 #define DRM_IOCTL_MODE_CREATE_DUMB_ _IOWR('d', 0xB2, struct drm_create_dumb_)
 #define DRM_IOCTL_PRIME_HANDLE_TO_FD_ _IOWR('d', 0x2d, struct drm_prime_handle_)
 #define DRM_IOCTL_PRIME_FD_TO_HANDLE_ _IOWR('d', 0x2e, struct drm_prime_handle_)
 #define DRM_IOCTL_GEM_CLOSE_ _IOW('d', 0x09, struct drm_gem_close_)
-#define DRM_IOCTL_MODE_MAP_DUMB_ _IOWR('d', 0xB3, struct drm_mode_map_dumb_)
-
-/*
- * GEM_DMABUF: on a vgem BO mapped through its card (a GEM mapping) at
- * random offsets, sizes and flags, or on any slot of the arena (dma-buf
- * and buffer mappings, holes: refused). A dma-buf it gives joins the
- * others; the BO's mapping and handle go right away (the fd keeps it).
- */
-static void op_gem_dmabuf(struct wstate *w, int di, int fd)
-{
-	struct strixpeer_gem_dmabuf g = {
-		.flags = one_in(&w->r, 8) ? pick_flags(w, 0) :
-			 (uint32_t)below(&w->r, STRIXPEER_GEM_DMABUF_FLAGS + 1),
-		.reserved = one_in(&w->r, 16),
-		.size = one_in(&w->r, 4) ? pick_size(w) : (below(&w->r, 64) + 1) * 997,
-	};
-	struct drm_create_dumb_ c = { .height = (uint32_t)(1 + below(&w->r, 16)), .width = 1024,
-				      .bpp = 32 };
-	struct drm_mode_map_dumb_ md = { 0 };
-	struct drm_gem_close_ gc = { 0 };
-	uint8_t *map = MAP_FAILED;
-
-	if (w->vgem >= 0 && !one_in(&w->r, 3) &&
-	    ioctl(w->vgem, DRM_IOCTL_MODE_CREATE_DUMB_, &c) == 0) {
-		md.handle = gc.handle = c.handle;
-		if (ioctl(w->vgem, DRM_IOCTL_MODE_MAP_DUMB_, &md) == 0)
-			map = mmap(NULL, c.size, one_in(&w->r, 4) ? PROT_READ : PROT_READ | PROT_WRITE,
-				   MAP_SHARED, w->vgem, (off_t)md.offset);
-		if (map != MAP_FAILED) {
-			g.addr = (uintptr_t)map + below(&w->r, c.size);
-			if (!one_in(&w->r, 4) && g.addr + g.size > (uintptr_t)map + c.size)
-				g.size = (uintptr_t)map + c.size - g.addr;
-		}
-		if (one_in(&w->r, 8)) {	/* the handle gone first: EACCES */
-			ioctl(w->vgem, DRM_IOCTL_GEM_CLOSE_, &gc);
-			gc.handle = 0;
-		}
-	} else {
-		c.handle = 0;
-		g.addr = (uintptr_t)slot_addr(w, (int)below(&w->r, NSLOT)) + below(&w->r, SLOT_SZ);
-	}
-	if (one_in(&w->r, 16))
-		g.addr = rnd(&w->r);
-	if (fuzz_ioctl(w, fd, STRIXPEER_IOC_GEM_DMABUF, &g, sizeof(g)) == 0 && g.fd >= 0) {
-		struct stat st;
-
-		if (fd == w->dev[di] && fstat(g.fd, &st) == 0 && st.st_size > 0)
-			add_db(w, g.fd, (uint64_t)st.st_size, DB_VGEM);
-		else
-			close(g.fd);
-	}
-	if (map != MAP_FAILED)
-		munmap(map, c.size);
-	if (gc.handle)
-		ioctl(w->vgem, DRM_IOCTL_GEM_CLOSE_, &gc);
-}
 
 /* vgem lets go of what it imported (its attachment goes with the last handle) */
 static void gem_close(struct wstate *w, int i)
