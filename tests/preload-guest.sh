@@ -10,11 +10,13 @@
 #
 # For ib_write_bw and ib_read_bw, rxe0 (client) to rxe1 (server), both
 # sides on "GPU memory":
-#   - without the preload the registration fails (the control; perftest
-#     4.5-0.17 with -R then dies of SIGSEGV on its error path, exit 139:
-#     not investigated, and not what is checked);
-#   - with it both sides register through the dma-buf and the run
-#     completes with a bandwidth line.
+#   - both sides register through the dma-buf and the run completes with
+#     a bandwidth line. The preload says "registered through its dma-buf"
+#     only after libibverbs' own ibv_reg_mr failed with EFAULT on that
+#     memory, so each such line is also the control. (A run without the
+#     preload is not made: perftest 4.5-0.17's client then dies in
+#     librdmacm on its -R error path, a general protection fault the
+#     kernel logs and the suite's kernel_log_clean rightly counts.)
 # perftest does not check the bytes it moves (tests/rdma_dmabuf.c's
 # preload cases do, every byte). Then UCX: examples/ucx_put on that memory
 # on both sides, every byte checked by the program. Prints TAP; logs in
@@ -88,13 +90,6 @@ if ! command -v ib_write_bw > /dev/null; then
 	finish
 fi
 for tool in ib_write_bw ib_read_bw; do
-	run "$tool-control" "$tool" "$gpualloc"
-	crc=$?
-	gpu=$(grep -c 'GPU memory at' "$out/$tool-control-client.log")
-	[ "$crc" -ne 0 ] && [ "$gpu" -gt 0 ]
-	result $? "${tool}_on_gpu_memory_fails_without_the_preload" \
-		"$(cat "$out/$tool-control-exit") $(tail -5 "$out/$tool-control-client.log")"
-
 	run "$tool" "$tool" "$preload $gpualloc"
 	prc=$?
 	result $prc "${tool}_on_gpu_memory_completes_with_the_preload" \
