@@ -282,12 +282,13 @@ struct strixpeer_buf_export {
  * mappings, vgem's), at consecutive offsets of it, and the DRM file each
  * mapping was made through must still hold a handle of the object: a
  * process reaches only objects it holds itself. The fd is the object's
- * PRIME export (the dma-buf DRM_IOCTL_PRIME_HANDLE_TO_FD returns, made as
- * DRM makes it when there is none yet), readable and writable; give it
- * to ibv_reg_dmabuf_mr(pd, offset, size, addr, fd, access) and close it.
+ * PRIME export (the dma-buf DRM_IOCTL_PRIME_HANDLE_TO_FD returns: made
+ * read-write as DRM makes it when there is none yet; for an object the
+ * driver imported, the dma-buf it was imported from); give it to
+ * ibv_reg_dmabuf_mr(pd, offset, size, addr, fd, access) and close it.
  * Errors: EINVAL (unknown flags, reserved not zero, an empty or wrapping
  * range), ENOENT (a hole, or a page that is no such mapping: host memory,
- * another driver, a dma-buf's own mmap, an object without handles),
+ * another driver, a dma-buf's own mmap),
  * EXDEV (two objects, or other offsets of one), EACCES (the mapping's
  * file holds no handle of the object; or the device was opened by
  * another process), EMFILE, EOPNOTSUPP (a kernel without DRM).
