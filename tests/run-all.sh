@@ -49,7 +49,10 @@ record_tap() {	# record_tap <prefix> <file>
 		esac
 	done < "$file"
 	if [ -z "$planned" ] || [ "$seen" -lt "$planned" ]; then
-		record fail "$prefix" "stopped after $seen of ${planned:-?} cases (see $file)"
+		# its last words, so that CI's summary says why (a program that
+		# could not start leaves only its shell's or timeout's message)
+		line=$(grep -v '^[[:space:]]*$' "$file" 2> /dev/null | tail -n 1 | cut -c 1-200)
+		record fail "$prefix" "stopped after $seen of ${planned:-?} cases (see $file; $(wc -c < "$file" 2> /dev/null || echo no) bytes, last line: ${line:-none})"
 	fi
 }
 

@@ -52,6 +52,11 @@ for seed in "${list[@]}"; do
 		# failing lines still says what was found
 		first=$(grep -m 1 '^fuzz: report 1:' "$log" | cut -c 1-300)
 		echo "not ok $n fuzz_seed_${seed}_${secs}s # exit $r after ${took} s: ${first:-$(tail -n 1 "$log" | cut -c 1-300)}; see $log"
+		if [ $r -ge 126 ] && [ $r -le 127 ]; then
+			# the shell could not start it: say what it saw of the
+			# program and of where its log goes
+			{ ls -l "$bin"; ls -ld "$out"; wc -c "$log"; df -h "$out" .; } 2>&1 | sed 's/^/# /'
+		fi
 		rc=1 ;;
 	esac
 done
