@@ -19,10 +19,20 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 rc=0
 
 tests/vm/rxe-setup.sh > "$out/rxe-setup.log" 2>&1 || { echo "bench: Soft-RoCE setup failed"; exit 1; }
-# strixpeer links against drm (zero-change PeerDirect)
-modprobe drm 2> /dev/null
-insmod "$ko" || { echo "bench: insmod $ko failed"; exit 1; }
+# strixpeer links against drm (zero-change PeerDirect); vgem's BOs are the
+# gpu-dmabuf kind's GPU memory, which the module claims as amdgpu's
+modprobe -a drm vgem 2> /dev/null
+insmod "$ko" claim_gem_drivers=amdgpu,vgem || { echo "bench: insmod $ko failed"; exit 1; }
 udevadm settle 2> /dev/null || sleep 1
+# The dma-buf-capable rxe (tests/vm/build-rxe-dmabuf.sh) where this kernel
+# has one: gpu-dmabuf registers through ibv_reg_dmabuf_mr(); elsewhere the
+# kind says why it cannot register
+rxedb=$(dirname "$ko")/rxe-dmabuf
+if [ -f "$rxedb/env" ]; then
+	tests/vm/rxe-dmabuf.sh load "$rxedb" || { echo "bench: the dma-buf rxe does not load"; exit 1; }
+else
+	echo "bench: Debian's rxe (no dma-buf MRs): $(cat "$rxedb/unsupported" 2> /dev/null || echo "no $rxedb")"
+fi
 
 # The client allocates on node 0 (cpu 0), the server on node 1 (cpu 1):
 # SP_BENCH_HUGETLB_PAGES 2 MiB pages on node 0 (default 530: a 1 GiB

@@ -170,6 +170,11 @@ run_rxe_dmabuf() {
 		# unmodified perftest on stand-in GPU memory through it
 		run_tap preload tests/preload-guest.sh "$PWD/build/libstrixpeer-preload.so" \
 			"$PWD/build/tests/libspgpualloc.so" || r=1
+		# strixpeerctl bench's gpu-dmabuf kind (vgem BOs through their
+		# dma-bufs); a user-space check, as the bench group
+		if [ -z "$debug_kernel" ] || [ -n "$explicit" ]; then
+			run_tap bench-gpu-dmabuf tests/bench-smoke.sh gpu-dmabuf || r=1
+		fi
 	else
 		gcase "not ok" "rxe_dmabuf_loads" "# see rxe-dmabuf-load.log"
 		r=1

@@ -35,6 +35,11 @@ enum sp_bench_kind {
 	SP_BENCH_DMABUF,	/**< a strixpeer buffer's dma-buf, mmapped from
 				 *   the dma-buf, imported (sp_import_dmabuf())
 				 *   and registered with sp_reg_mr() */
+	SP_BENCH_GPU_DMABUF,	/**< a GPU buffer object (DRM dumb buffer of a
+				 *   driver in the module's claim_gem_drivers)
+				 *   mapped through its card, registered with
+				 *   sp_reg_mr(): its dma-buf from
+				 *   sp_gem_dmabuf(), ibv_reg_dmabuf_mr() */
 	SP_BENCH_NR_KINDS
 };
 

@@ -30,6 +30,8 @@ struct sp_bench_mem {
 	struct sp_buf *buf;	/* strixpeer, dma-buf */
 	struct sp_import *imp;	/* dma-buf */
 	int dmabuf_fd;		/* dma-buf, else -1 */
+	int card;		/* gpu-dmabuf: the DRM card fd, else -1 */
+	uint32_t gem;		/* gpu-dmabuf: the BO's handle on the card */
 	struct ibv_mr *mr;	/* plain registration */
 	struct sp_mr *smr;	/* dma-buf: registered through sp_reg_mr() */
 };

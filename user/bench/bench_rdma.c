@@ -492,7 +492,7 @@ static int sp_tcp_listen(const char *addr, const char *port)
 int sp_bench_rdma_serve(const struct sp_bench_opts *o, struct sp_dev *dev, int ready_fd)
 {
 	struct sp_conn c = { .sock = -1 };
-	struct sp_bench_mem m = { .dmabuf_fd = -1 };
+	struct sp_bench_mem m = { .dmabuf_fd = -1, .card = -1 };
 	struct rdma_addrinfo hints, *res = NULL;
 	struct rdma_conn_param param;
 	uint64_t peer_addr = 0;
