@@ -4,7 +4,9 @@
  * up here, written with sp_bench_write_plot() into paths a shell would
  * have to quote (a quote, a double quote, a space, $), drawn by gnuplot
  * when it is installed; without gnuplot on PATH, -ENOENT and the message
- * strixpeerctl bench prints; without RDMA figures, -ENODATA.
+ * strixpeerctl bench prints; without RDMA figures, -ENODATA; a run of
+ * RDMA WRITE alone (--ops host,write) with some kinds left out draws one
+ * panel with the kinds that have values.
  */
 #include <limits.h>
 #include <sys/stat.h>
@@ -102,6 +104,47 @@ static void test_plot_without_rdma_figures(void)
 	CHECK(ret == -ENODATA, "returned %d: %s", ret, sp_bench_errmsg());
 }
 
+static void test_plot_write_only_some_kinds(void)
+{
+	char d[PATH_MAX], svg[PATH_MAX + 64], gp[PATH_MAX + 128], line[8192];
+	struct sp_bench b;
+	bool layout = false, other_fig = false, plots_thp = false;
+	struct stat st;
+	FILE *f;
+	int ret;
+
+	if (system("command -v gnuplot > /dev/null 2>&1"))
+		SKIP("gnuplot is not installed");
+	mkdirs("writeonly", d, sizeof(d));
+	snprintf(svg, sizeof(svg), "%s/bench.svg", d);
+	memset(&b, 0, sizeof(b));
+	sp_bench_opts_init(&b.o);
+	sp_bench_copy(b.kernel, sizeof(b.kernel), "6.12");
+	sp_bench_copy(b.mode, sizeof(b.mode), "local");
+	for (uint64_t sz = 65536; sz <= 262144; sz *= 2) {
+		struct sp_bench_series *s = sp_bench_series_get(&b, "write_bw", sz, "MiB/s", true);
+
+		CHECK(s, "out of memory");
+		sp_bench_add(s, SP_BENCH_STRIXPEER, 20.0);
+		sp_bench_add(s, SP_BENCH_MALLOC, 12.0);
+	}
+	ret = sp_bench_write_plot(&b, svg);
+	free(b.series);
+	CHECK(ret == 0, "sp_bench_write_plot: %d %s", ret, sp_bench_errmsg());
+	CHECK(stat(svg, &st) == 0 && st.st_size > 1000, "%s: no SVG", svg);
+	snprintf(gp, sizeof(gp), "%s.gp", svg);
+	f = fopen(gp, "re");
+	CHECK(f, "%s: %s", gp, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		layout |= strstr(line, "multiplot layout 1,1 ") != NULL;
+		other_fig |= strstr(line, "read_bw") || strstr(line, "send_bw");
+		plots_thp |= strstr(line, "title 'thp'") != NULL;
+	}
+	fclose(f);
+	CHECK(layout && !other_fig && !plots_thp,
+	      "%s: one panel %d, read/send panels %d, a thp line %d", gp, layout, other_fig, plots_thp);
+}
+
 static void test_plot_path_with_newline_refused(void)
 {
 	struct sp_bench b;
@@ -117,6 +160,7 @@ static const struct tap_case cases[] = {
 	TAP_CASE(test_plot_path_with_quotes),
 	TAP_CASE(test_plot_without_gnuplot),
 	TAP_CASE(test_plot_without_rdma_figures),
+	TAP_CASE(test_plot_write_only_some_kinds),
 	TAP_CASE(test_plot_path_with_newline_refused),
 };
 

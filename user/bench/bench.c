@@ -760,9 +760,9 @@ int sp_bench_write_plot(const struct sp_bench *b, const char *svg)
 {
 	static const char *const ops[] = { "write_bw", "read_bw", "send_bw" };
 	char dat[4096], gp[4096], log[4096], title[512];
-	bool have = false;
+	bool have = false, op_has[3] = { false }, kind_has[3][SP_BENCH_NR_KINDS] = { { false } };
+	int st, panels = 0;
 	FILE *f;
-	int st;
 
 	if (snprintf(dat, sizeof(dat), "%s.dat", svg) >= (int)sizeof(dat) ||
 	    snprintf(gp, sizeof(gp), "%s.gp", svg) >= (int)sizeof(gp) ||
@@ -771,10 +771,25 @@ int sp_bench_write_plot(const struct sp_bench *b, const char *svg)
 	/* the one character a gnuplot string cannot hold */
 	if (strchr(svg, '\n'))
 		return sp_bench_fail(EINVAL, "plot path must not contain a newline");
-	for (size_t i = 0; i < b->nr_series && !have; i++)
-		have = sp_is_rdma(&b->series[i]) && strstr(b->series[i].figure, "_bw");
+	/* a panel per figure that was run, a line per kind with a value in it */
+	for (size_t i = 0; i < b->nr_series; i++) {
+		const struct sp_bench_series *s = &b->series[i];
+
+		for (size_t j = 0; j < 3 && sp_is_rdma(s); j++) {
+			if (strcmp(s->figure, ops[j]))
+				continue;
+			for (int k = 0; k < SP_BENCH_NR_KINDS; k++) {
+				if (isnan(sp_stats_of(s, k).median))
+					continue;
+				kind_has[j][k] = true;
+				have = op_has[j] = true;
+			}
+		}
+	}
 	if (!have)
 		return sp_bench_fail(ENODATA, "no RDMA bandwidth figures to plot");
+	for (size_t j = 0; j < 3; j++)
+		panels += op_has[j];
 	f = fopen(dat, "we");
 	if (!f)
 		return sp_bench_fail(errno, "%s: %s", dat, strerror(errno));
@@ -812,14 +827,21 @@ int sp_bench_write_plot(const struct sp_bench *b, const char *svg)
 	title[strcspn(title, "\n")] = '\0';
 	fputs("set terminal svg size 1200,420 dynamic noenhanced font 'sans,11'\nset output ", f);
 	sp_gp_str(f, svg);
-	fputs("\nset multiplot layout 1,3 title ", f);
+	fprintf(f, "\nset multiplot layout 1,%d title ", panels);
 	sp_gp_str(f, title);
 	fputs("\nset logscale x 2\nset format x '%.0b%B'\nset xlabel 'message size'\n"
 	      "set ylabel 'MiB/s'\nset key top left\nset grid\n", f);
 	for (size_t j = 0; j < 3; j++) {
+		bool first = true;
+
+		if (!op_has[j])
+			continue;
 		fprintf(f, "set title '%s'\nplot ", ops[j]);
 		for (int k = 0; k < SP_BENCH_NR_KINDS; k++) {
-			fputs(k ? ", " : "", f);
+			if (!kind_has[j][k])
+				continue;
+			fputs(first ? "" : ", ", f);
+			first = false;
 			sp_gp_str(f, dat);
 			fprintf(f, " index %zu using 1:%d with linespoints title '%s'", j, k + 2,
 				sp_bench_kind_name(k));
