@@ -3,7 +3,8 @@
  * Test-only stand-in for hipMalloc() under an unmodified program
  * (LD_PRELOAD=libspgpualloc.so, with libstrixpeer-preload.so): every
  * memalign(), posix_memalign() and aligned_alloc() of at least
- * SP_GPUALLOC_MIN bytes (default 1 MiB) gets GPU memory instead - a vgem
+ * SP_GPUALLOC_MIN bytes (default 1 MiB), at any power-of-two alignment up
+ * to 1 GiB, gets GPU memory instead - a vgem
  * buffer object mapped as libhsakmt maps a hipMalloc() allocation (the
  * render node, MAP_SHARED, a PFN mapping the kernel cannot pin) - and
  * free() gives it back. perftest allocates its buffers with memalign(),
@@ -81,12 +82,17 @@ __attribute__((constructor)) static void init(void)
 			card, min_size);
 }
 
-/* A BO of at least @size bytes mapped at a fresh address, or NULL. */
-static void *bo_alloc(size_t size)
+/*
+ * A BO of at least @size bytes mapped at a fresh address that is a multiple
+ * of @align (a power of two; libhsakmt puts large allocations on 2 MiB
+ * boundaries too), or NULL.
+ */
+static void *bo_alloc(size_t size, size_t align)
 {
 	struct dumb_create c = { .width = 4096, .bpp = 32 };
 	struct dumb_map md = { 0 };
-	void *p;
+	uint8_t *r, *p;
+	size_t pad;
 
 	c.height = (uint32_t)((size + 16383) / 16384);
 	if (card < 0 || ioctl(card, IOCTL_CREATE_DUMB, &c))
@@ -94,9 +100,21 @@ static void *bo_alloc(size_t size)
 	md.handle = c.handle;
 	if (ioctl(card, IOCTL_MAP_DUMB, &md))
 		return NULL;
-	p = mmap(NULL, c.size, PROT_READ | PROT_WRITE, MAP_SHARED, card, (off_t)md.offset);
-	if (p == MAP_FAILED)
+	/* an address range with room to align in, the BO mapped over its middle */
+	pad = align > 4096 ? align : 0;
+	r = mmap(NULL, c.size + pad, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (r == MAP_FAILED)
 		return NULL;
+	p = (uint8_t *)(((uintptr_t)r + pad) & ~(uintptr_t)(pad ? pad - 1 : 0));
+	if (p > r)
+		munmap(r, (size_t)(p - r));
+	if (r + c.size + pad > p + c.size)
+		munmap(p + c.size, (size_t)(r + c.size + pad - (p + c.size)));
+	if (mmap(p, c.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, card,
+		 (off_t)md.offset) == MAP_FAILED) {
+		munmap(p, c.size);
+		return NULL;
+	}
 	pthread_mutex_lock(&lock);
 	for (int i = 0; i < MAX_BOS; i++) {
 		if (!bos[i].addr) {
@@ -139,7 +157,8 @@ SP_EXPORT void *memalign(size_t align, size_t size)
 {
 	void *p;
 
-	if (size >= min_size && align <= 4096 && (p = bo_alloc(size)))
+	if (size >= min_size && align && !(align & (align - 1)) && align <= (1UL << 30) &&
+	    (p = bo_alloc(size, align)))
 		return p;
 	return __libc_memalign(align, size);
 }
