@@ -10,6 +10,8 @@
 #   bench-smoke.sh gpu-dmabuf  the gpu-dmabuf kind end to end: run with the
 #                              dma-buf-capable rxe loaded (tests/vm/rxe-dmabuf.sh)
 #                              and a module that claims vgem's mappings
+#   bench-smoke.sh gpu-peerdirect  the gpu-peerdirect kind end to end: run
+#                              under the real peer-memory core (tests/vm/realcore.sh)
 set -u
 cd "$(dirname "$0")/.." || exit 1
 ctl=build/strixpeerctl
@@ -30,36 +32,52 @@ ok() {	# ok <name> <command...>
 }
 echo "TAP version 13"
 
-# A tiny run of the gpu-dmabuf kind beside malloc (the dma-buf rxe): every
-# figure, the BO registered through its dma-buf, ratios against malloc.
-gpu_dmabuf_run() {
-	taskset -c 0 "$ctl" -j bench --size 8M --repeat 2 --kinds malloc,gpu-dmabuf \
+# A tiny run of a GPU kind beside malloc: every figure, the BO registered
+# (gpu_run <kind> <reg_path>: gpu-dmabuf through its dma-buf on the dma-buf
+# rxe, gpu-peerdirect by plain ibv_reg_mr() under the real core - where
+# strixpeer's peer_claims counter then grows), ratios against malloc.
+claims() {	# strixpeer's peer_claims counter, or -1 when it cannot be read
+	build/strixpeerctl -j stats 2> /dev/null |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["peer_claims"])' 2> /dev/null || echo -1
+}
+gpu_run() {
+	local c0
+	c0=$(claims)
+	taskset -c 0 "$ctl" -j bench --size 8M --repeat 2 --kinds "malloc,$1" \
 		--min-msg 4K --max-msg 8K --iters 8 --max-bytes 64K --lat-iters 5 --quiet \
 		> "$tmp/g.json" || return 1
-	python3 - "$tmp/g.json" << 'EOF'
+	python3 - "$tmp/g.json" "$1" "$2" "$c0" "$(claims)" << 'EOF'
 import json, math, sys
 d = json.load(open(sys.argv[1]))
+kind, path, c0, c1 = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 assert d["rdma_unavailable"] is None, d["rdma_unavailable"]
 kinds = {k["kind"]: k for k in d["kinds"]}
-g = kinds["gpu-dmabuf"]
+g = kinds[kind]
 assert g["available"], g
-assert g["reg_path"] == "dmabuf", g
+assert g["reg_path"] == path, g
+# every repetition registers the BO once on each side (both in this VM)
+assert kind != "gpu-peerdirect" or c1 - c0 >= 2, ("peer_claims", c0, c1)
 n = 0
 for s in d["host"] + d["rdma"]:
-    v = s["kinds"]["gpu-dmabuf"]
+    v = s["kinds"][kind]
     assert len(v["samples"]) == 2 and all(x > 0 and math.isfinite(x) for x in v["samples"]), (s["figure"], v)
     assert v["vs_malloc"] > 0 and math.isfinite(v["vs_malloc"]), (s["figure"], v)
     n += 1
 assert {s["figure"] for s in d["rdma"]} == {"write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat"}, d["rdma"]
-print("gpu-dmabuf: registered by %s, %d figures with ratios to malloc" % (g["reg_path"], n))
+print("%s: registered by %s, %d figures with ratios to malloc; peer_claims %d -> %d" % (kind, g["reg_path"], n, c0, c1))
 EOF
 }
-if [ "${1:-}" = gpu-dmabuf ]; then
+case ${1:-} in
+gpu-dmabuf)
 	echo "1..1"
-	ok "bench_gpu_dmabuf_kind_every_figure" gpu_dmabuf_run
-	exit $fail
-fi
-echo "1..7"
+	ok "bench_gpu_dmabuf_kind_every_figure" gpu_run gpu-dmabuf dmabuf
+	exit $fail ;;
+gpu-peerdirect)
+	echo "1..1"
+	ok "bench_gpu_peerdirect_kind_every_figure" gpu_run gpu-peerdirect plain
+	exit $fail ;;
+esac
+echo "1..8"
 
 # shellcheck disable=SC2054 # commas inside option values
 tiny=(--size 8M --repeat 2 --kinds strixpeer,malloc,thp --min-msg 4K --max-msg 8K
@@ -77,7 +95,7 @@ for k in ("strixpeer", "malloc", "thp"):
     assert kinds[k]["available"], (k, kinds[k]["reason"])
     assert kinds[k]["reg_path"] == "plain", kinds[k]
     assert kinds[k]["mtt_page_size"] >= 4096 and kinds[k]["dma_segments"] >= 1, kinds[k]
-for k in ("hugetlb", "dmabuf", "gpu-dmabuf"):
+for k in ("hugetlb", "dmabuf", "gpu-dmabuf", "gpu-peerdirect"):
     assert not kinds[k]["available"] and kinds[k]["reason"] == "not selected", kinds[k]
 def full(s, ratios):
     for k in ("strixpeer", "malloc", "thp"):
@@ -149,4 +167,19 @@ assert memcpy["samples"] and memcpy["median"] > 0, memcpy
 print(g["reason"])' "$tmp/n.json"
 }
 ok "bench_gpu_dmabuf_without_dmabuf_mrs_says_why" gpu_without_dmabuf_mrs
+
+# No peer-memory core (Debian's RDMA stack): plain ibv_reg_mr() of the GPU
+# BO fails, and the report says so.
+gpu_without_peer_core() {
+	"$ctl" -j bench --size 4M --repeat 1 --kinds gpu-peerdirect,malloc --ops host --quiet \
+		> "$tmp/p.json" || return 1
+	python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+g = {k["kind"]: k for k in d["kinds"]}["gpu-peerdirect"]
+assert g["available"] and g["reg_path"] == "failed", g
+assert g["reason"] == "registration: ibv_reg_mr: Bad address (no peer-memory core asked strixpeer'"'"'s client)", g
+print(g["reason"])' "$tmp/p.json"
+}
+ok "bench_gpu_peerdirect_without_peer_core_says_why" gpu_without_peer_core
 exit $fail

@@ -3,7 +3,9 @@
 # perftest's calibration run over the same Soft-RoCE link in the same boot
 # (tests/vm/bench-guest.sh). Results per kernel in build/bench/<name>/:
 # bench.json, bench.txt (the ratio table), bench.svg (bandwidth vs message
-# size per memory kind), perftest/, calibration.{txt,json}, console.log.
+# size per memory kind), perftest/, calibration.{txt,json}, console.log,
+# and on 6.12 realcore/ (the gpu-peerdirect kind under the real
+# peer-memory core, beside malloc and THP, in a second run of that boot).
 #
 # Environment:
 #   SP_BENCH_KERNELS  kernel names as 'kernels.sh list' prints them
@@ -12,6 +14,8 @@
 #                     PMD-maps buffers): default a full run with 1 GiB buffers
 #   SP_BENCH_ARGS_4K  the same for the other kernels (default: the host
 #                     figures only, 1 GiB, and WRITE at 64 KiB - 8 MiB)
+#   SP_BENCH_PERFTEST_REPEAT  perftest calibration runs (default 3; 0: none)
+#   SP_BENCH_REALCORE  0 leaves out the second run under the real core
 #   STRIXPEER_VM_MEM  VM memory in MiB (default 6144: two nodes of 3 GiB)
 # Only ratios within one run mean anything under emulation.
 set -u
@@ -47,6 +51,7 @@ while read -r name kver _; do
 	vrc=$?
 	echo "bench: $name: $(( $(date +%s) - t0 )) s, exit $vrc; results in $out"
 	[ -f "$out/bench.txt" ] && cat "$out/bench.txt" && cat "$out/calibration.txt" 2> /dev/null
+	[ ! -f "$out/realcore/bench.txt" ] || { echo "== $name, under the real peer-memory core"; cat "$out/realcore/bench.txt"; }
 	[ $vrc -eq 0 ] || rc=1
 done < <(tests/vm/kernels.sh list)
 exit $rc

@@ -291,6 +291,15 @@ if [ -n "$with_peer" ]; then
 		# its probe decides, and the patched rxe asks the core, which
 		# strixpeer answers (zero-change vgem mapping): GDR on every NIC
 		run_tap rccl_decision-realcore env SP_RCCL_EXPECT=probe build/tests/rccl_decision || rc=1
+		# unmodified perftest, UCX and Open MPI on stand-in GPU memory
+		# (vgem BOs), registered by their own plain ibv_reg_mr() through
+		# the core and strixpeer's client; no preload
+		run_tap engines-realcore tests/preload-guest.sh none \
+			"$PWD/build/tests/libspgpualloc.so" || rc=1
+		# strixpeerctl bench's gpu-peerdirect kind through this core
+		if [ -z "$debug_kernel" ]; then
+			run_tap bench-gpu-peerdirect tests/bench-smoke.sh gpu-peerdirect || rc=1
+		fi
 		# Beside ROCm's own client (the stand-in, registered first),
 		# strixpeer under the same name: this core compares no names, so
 		# both register, and it asks them in registration order: the

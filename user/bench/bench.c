@@ -627,9 +627,18 @@ static void sp_fmt_size(char *out, size_t len, uint64_t v)
 		snprintf(out, len, "%" PRIu64, v);
 }
 
+/* A per-kind column of the RDMA tables: ten wide, or the kind name's width. */
+static int sp_col_width(int k)
+{
+	int w = (int)strlen(sp_bench_kind_name(k));
+
+	return w > 10 ? w : 10;
+}
+
 int sp_bench_write_table(const struct sp_bench *b, FILE *f)
 {
 	char sz[16], a[24], c[24], d[24], e[24], g[24];
+	int kw = 10;
 
 	fprintf(f, "strixpeer bench: kernel %s, THP %s, %s", b->kernel, b->thp, b->mode);
 	if (b->client_addr[0])
@@ -641,8 +650,13 @@ int sp_bench_write_table(const struct sp_bench *b, FILE *f)
 	if (b->rdma_reason[0])
 		fprintf(f, "RDMA figures not measured: %s\n", b->rdma_reason);
 
-	fprintf(f, "\n%-10s %-5s %-12s %-9s %-9s %-8s %-7s %s\n", "kind", "avail", "huge-mapped",
-		"DMA-segs", "MTT-page", "MTT/GiB", "reg", "note");
+	/* The kind column is as wide as the longest kind name. */
+	for (int k = 0; k < SP_BENCH_NR_KINDS; k++)
+		if ((int)strlen(sp_bench_kind_name(k)) > kw)
+			kw = (int)strlen(sp_bench_kind_name(k));
+
+	fprintf(f, "\n%-*s %-5s %-12s %-9s %-9s %-8s %-7s %s\n", kw, "kind", "avail",
+		"huge-mapped", "DMA-segs", "MTT-page", "MTT/GiB", "reg", "note");
 	for (int k = 0; k < SP_BENCH_NR_KINDS; k++) {
 		const struct sp_bench_map_info *mi = &b->map[k];
 		char h[24] = "-", s[24] = "-", p[24] = "-", n[24] = "-";
@@ -655,12 +669,12 @@ int sp_bench_write_table(const struct sp_bench *b, FILE *f)
 				snprintf(n, sizeof(n), "%" PRIu64, (1024 * MiB) / mi->mtt_page);
 			}
 		}
-		fprintf(f, "%-10s %-5s %-12s %-9s %-9s %-8s %-7s %s\n", sp_bench_kind_name(k),
+		fprintf(f, "%-*s %-5s %-12s %-9s %-9s %-8s %-7s %s\n", kw, sp_bench_kind_name(k),
 			b->available[k] ? "yes" : "no", h, s, p, n,
 			mi->reg_path[0] ? mi->reg_path : "-", b->reason[k]);
 	}
 
-	fprintf(f, "\n%-12s %-6s %-10s %10s %10s %10s %9s %9s\n", "figure", "unit", "kind",
+	fprintf(f, "\n%-12s %-6s %-*s %10s %10s %10s %9s %9s\n", "figure", "unit", kw, "kind",
 		"median", "min", "max", "x malloc", "x THP");
 	for (size_t i = 0; i < b->nr_series; i++) {
 		const struct sp_bench_series *s = &b->series[i];
@@ -677,8 +691,8 @@ int sp_bench_write_table(const struct sp_bench *b, FILE *f)
 			sp_fmt(d, sizeof(d), st.max);
 			sp_fmt(e, sizeof(e), sp_ratio(s, k, SP_BENCH_MALLOC));
 			sp_fmt(g, sizeof(g), sp_ratio(s, k, SP_BENCH_THP));
-			fprintf(f, "%-12s %-6s %-10s %10s %10s %10s %9s %9s\n", s->figure, s->unit,
-				sp_bench_kind_name(k), a, c, d, e, g);
+			fprintf(f, "%-12s %-6s %-*s %10s %10s %10s %9s %9s\n", s->figure, s->unit,
+				kw, sp_bench_kind_name(k), a, c, d, e, g);
 		}
 	}
 
@@ -694,7 +708,7 @@ int sp_bench_write_table(const struct sp_bench *b, FILE *f)
 				fprintf(f, "\n%s (%s, median of %u; ratio: strixpeer / malloc, / THP)\n%-6s",
 					s->figure, s->unit, b->o.repeat, "size");
 				for (int k = 0; k < SP_BENCH_NR_KINDS; k++)
-					fprintf(f, " %10s", sp_bench_kind_name(k));
+					fprintf(f, " %*s", sp_col_width(k), sp_bench_kind_name(k));
 				fprintf(f, " %9s %9s\n", "x malloc", "x THP");
 				head = true;
 			}
@@ -702,7 +716,7 @@ int sp_bench_write_table(const struct sp_bench *b, FILE *f)
 			fprintf(f, "%-6s", sz);
 			for (int k = 0; k < SP_BENCH_NR_KINDS; k++) {
 				sp_fmt(a, sizeof(a), sp_stats_of(s, k).median);
-				fprintf(f, " %10s", a);
+				fprintf(f, " %*s", sp_col_width(k), a);
 			}
 			sp_fmt(e, sizeof(e), sp_ratio(s, SP_BENCH_STRIXPEER, SP_BENCH_MALLOC));
 			sp_fmt(g, sizeof(g), sp_ratio(s, SP_BENCH_STRIXPEER, SP_BENCH_THP));

@@ -40,6 +40,10 @@ enum sp_bench_kind {
 				 *   mapped through its card, registered with
 				 *   sp_reg_mr(): its dma-buf from
 				 *   sp_gem_dmabuf(), ibv_reg_dmabuf_mr() */
+	SP_BENCH_GPU_PEERDIRECT,	/**< the same GPU buffer object, registered
+					 *   with plain ibv_reg_mr(): only a
+					 *   peer-memory core that asks strixpeer's
+					 *   PeerDirect client makes that work */
 	SP_BENCH_NR_KINDS
 };
 

@@ -279,6 +279,23 @@ static int sp_mem_import_reg(struct sp_dev *dev, struct ibv_pd *pd, struct sp_be
 	return ret < 0 ? ret : 0;
 }
 
+/*
+ * A GPU BO's mapping through plain ibv_reg_mr(), as RCCL, UCX and perftest
+ * register GPU memory: the NIC driver's pin fails on the PFN mapping, and
+ * only a peer-memory core then asks the PeerDirect clients.
+ */
+static int sp_mem_gpu_peer_reg(struct sp_dev *dev, struct ibv_pd *pd, struct sp_bench_mem *m,
+			       int access)
+{
+	(void)dev;
+	m->mr = ibv_reg_mr(pd, m->addr, m->size, access);
+	if (!m->mr)
+		return sp_bench_fail(errno, "ibv_reg_mr: %s (%s)", strerror(errno),
+				     errno == EFAULT ? "no peer-memory core asked strixpeer's client" :
+				     "the NIC driver refused it");
+	return 0;
+}
+
 /* --- freeing: what alloc set up, also when it stopped half-way ------------ */
 
 static void sp_mem_gpu_free(struct sp_bench_mem *m)
@@ -452,6 +469,13 @@ const struct sp_bench_mem_ops sp_bench_mem_ops[SP_BENCH_NR_KINDS] = {
 		.name = "gpu-dmabuf",
 		.alloc = sp_mem_gpu_alloc,
 		.reg = sp_mem_import_reg,
+		.free = sp_mem_gpu_free,
+		.huge_bytes = sp_mem_scan_huge_bytes,
+	},
+	[SP_BENCH_GPU_PEERDIRECT] = {
+		.name = "gpu-peerdirect",
+		.alloc = sp_mem_gpu_alloc,
+		.reg = sp_mem_gpu_peer_reg,
 		.free = sp_mem_gpu_free,
 		.huge_bytes = sp_mem_scan_huge_bytes,
 	},

@@ -30,7 +30,8 @@ static void bench_usage(FILE *f)
 	      "  --port N          TCP control port; librdmacm uses N+1 (18515)\n"
 	      "  --size BYTES      allocation/registration/memcpy size (256M)\n"
 	      "  --repeat N        repetitions, kinds interleaved in each (5)\n"
-	      "  --kinds LIST      strixpeer,malloc,thp,hugetlb,dmabuf,gpu-dmabuf (all)\n"
+	      "  --kinds LIST      strixpeer,malloc,thp,hugetlb,dmabuf,gpu-dmabuf,\n"
+	      "                    gpu-peerdirect (all)\n"
 	      "  --ops LIST        write,read,send,host (all)\n"
 	      "  --min-msg BYTES   smallest RDMA message (2)\n"
 	      "  --max-msg BYTES   largest RDMA message (8M)\n"
@@ -142,7 +143,7 @@ static int bench_out(const struct sp_bench *b, const char *dir)
 int cmd_bench(int argc, char **argv, bool json)
 {
 	static const char *const kinds[] = { "strixpeer", "malloc", "thp", "hugetlb", "dmabuf",
-					     "gpu-dmabuf" };
+					     "gpu-dmabuf", "gpu-peerdirect" };
 	static const char *const ops[] = { "write", "read", "send", "host" };
 	static const struct option opts[] = {
 		{ "serve", no_argument, NULL, 'S' },
