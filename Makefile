@@ -83,8 +83,11 @@ BENCH_OBJ := $(patsubst user/bench/%.c,$(B)/spbench/%.o,$(BENCH_SRC))
 BENCH_HDR := user/bench/bench.h user/bench/bench_int.h
 BENCH_A := $(B)/spbench/libspbench.a
 BENCH_LIBS := -lrdmacm -libverbs -lm
-CLI_SRC := user/cli/strixpeerctl.c user/cli/print.c user/cli/bench.c user/cli/holders.c
-CLI_HDR := user/cli/print.h user/cli/bench.h
+# strixpeerctl: a dispatcher, one file per object, util.c for what they share
+CLI_SRC := user/cli/strixpeerctl.c user/cli/util.c user/cli/print.c user/cli/holders.c \
+	user/cli/status.c user/cli/buf.c user/cli/stats.c user/cli/config.c \
+	user/cli/monitor.c user/cli/bench.c
+CLI_HDR := user/cli/cli.h user/cli/util.h user/cli/print.h user/cli/holders.h
 # strixpeerctl doctor (user/cli/doctor/): checks that read files only, the
 # live probes and --rdma-test; libkmod finds modules, librdmacm connects --peer
 DOCTOR_SRC := $(wildcard user/cli/doctor/*.c)
@@ -218,10 +221,12 @@ $(B)/asan/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(LIB_SRC)
 DOCTOR_TEST := $(B)/tests/doctor-test
 user: $(DOCTOR_TEST)
 $(DOCTOR_TEST): tests/doctor/doctor-test.c $(DOCTOR_SRC) user/cli/doctor/doctor.h \
-		user/cli/print.c user/cli/holders.c user/cli/holders.h $(LIB_HDR) $(LIB_SRC) tests/tap.h | $(B)/tests
+		user/cli/print.c user/cli/holders.c user/cli/holders.h user/cli/util.c \
+		user/cli/util.h $(LIB_HDR) $(LIB_SRC) tests/tap.h | $(B)/tests
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
 		-Itests -Iuser/cli/doctor -o $@ $< $(DOCTOR_SRC) user/cli/print.c user/cli/holders.c \
+		user/cli/util.c \
 		$(LIB_SRC) $(NL_LIBS) $(DOCTOR_LIBS) -lpthread
 
 # strixpeerctl bench's plot (tests/bench/): user/bench/ with the library,

@@ -122,7 +122,7 @@ $ctl -j buf show > "$tmp/bufs.json"
 $ctl buf show > "$tmp/bufs.txt"
 py "b=sorted((x['pid'], x['size']) for x in d); assert b == sorted([($p1, 3<<20), ($p2, 5<<20)]), b" < "$tmp/bufs.json" &&
 	[ "$(grep -c "^[0-9]" "$tmp/bufs.txt")" -eq 2 ] && grep -Eq "^ID +PID +SIZE" "$tmp/bufs.txt" &&
-	grep -Eq "^[0-9]+ +$p2 +5.0 MiB" "$tmp/bufs.txt" && ! grep -q '^(yours only' "$tmp/bufs.txt"
+	grep -Eq "^[0-9]+ +$p2 +5 MiB" "$tmp/bufs.txt" && ! grep -q '^(yours only' "$tmp/bufs.txt"
 result $? "buf_show_table_and_json"
 $ctl -j buf show pid "$p1" | py "assert len(d) == 1 and d[0]['pid'] == $p1, d"
 result $? "buf_show_pid_filter"
@@ -200,7 +200,7 @@ result $? "unprivileged_figures_labelled"
 
 # A limit below what is pinned (8 MiB now): applied, with a warning.
 out=$($ctl config set max_pinned_bytes 1M 2>&1); rc=$?
-[ $rc -eq 0 ] && echo "$out" | grep -q 'warning: max_pinned_bytes 1.0 MiB is below the 8.0 MiB' &&
+[ $rc -eq 0 ] && echo "$out" | grep -q 'warning: max_pinned_bytes 1 MiB is below the 8 MiB' &&
 	[ "$(cfg max_pinned_bytes)" = $((1 << 20)) ]
 r1=$?
 $ctl config set max_pinned_bytes unlimited 2> "$tmp/unl.txt" && [ ! -s "$tmp/unl.txt" ] &&
@@ -223,7 +223,7 @@ for _ in $(seq 50); do	# wait until both listen: config events show up
 done
 old=$(max_buf_size)
 $ctl config set max_buf_size 1G && [ "$(max_buf_size)" = $((1 << 30)) ] &&
-	[ "$($ctl config show | field 'max buffer size')" = "1.0 GiB" ]
+	[ "$($ctl config show | field 'max buffer size')" = "1 GiB" ]
 result $? "config_set_applies"
 hold p3 2
 unhold p3

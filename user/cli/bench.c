@@ -15,8 +15,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bench.h"
 #include "bench/bench.h"
+#include "cli.h"
+#include "util.h"
 #include "strixpeer.h"
 
 static void bench_usage(FILE *f)
@@ -140,7 +141,7 @@ static int bench_out(const struct sp_bench *b, const char *dir)
 	return ret;
 }
 
-int cmd_bench(int argc, char **argv, bool json)
+int cmd_bench(int argc, char **argv)
 {
 	static const char *const kinds[] = { "strixpeer", "malloc", "thp", "hugetlb", "dmabuf",
 					     "gpu-dmabuf", "gpu-peerdirect" };
@@ -267,7 +268,7 @@ int cmd_bench(int argc, char **argv, bool json)
 		fprintf(stderr, "strixpeerctl: bench: %s\n", sp_bench_errmsg());
 		return 1;
 	}
-	ret = json ? sp_bench_write_json(b, stdout) : sp_bench_write_table(b, stdout);
+	ret = cli_json ? sp_bench_write_json(b, stdout) : sp_bench_write_table(b, stdout);
 	if (ret)
 		fprintf(stderr, "strixpeerctl: bench: %s\n", sp_bench_errmsg());
 	if (out && bench_out(b, out))

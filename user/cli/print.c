@@ -418,6 +418,8 @@ void pr_format_bytes(char *text, size_t size, uint64_t val)
 	}
 	if (u == 0)
 		snprintf(text, size, "%" PRIu64 " B", val);
+	else if (v == (double)(uint64_t)v)
+		snprintf(text, size, "%.0f %s", v, units[u]);
 	else
 		snprintf(text, size, "%.1f %s", v, units[u]);
 }

@@ -33,9 +33,12 @@ void pr_bool(const char *key, const char *label, bool val);
 void pr_number(const char *key, const char *label, const char *text);
 /* JSON null, @text in the table (e.g. "unlimited"). */
 void pr_null(const char *key, const char *label, const char *text);
-/* Bytes: a number in JSON, "64.0 MiB" in the table. */
+/* Bytes: a number in JSON, "64 MiB" (or "1.5 GiB") in the table. */
 void pr_bytes(const char *key, const char *label, uint64_t val);
-/* "64.0 MiB", as pr_bytes() writes it in tables. */
+/*
+ * "64 MiB", "1.5 GiB", "512 B": as pr_bytes() writes it in tables and
+ * doctor in its findings (strixpeerctl's one byte formatter).
+ */
 void pr_format_bytes(char *text, size_t size, uint64_t val);
 /* Ends the document (a newline after JSON). */
 void pr_done(void);

@@ -179,7 +179,6 @@ void dr_os_install(const struct dr_ctx *c, char *out, size_t len, const char *pk
 void dr_os_headers(const struct dr_ctx *c, char *out, size_t len, const char *kver);
 /* adding USER to GROUP: adduser / usermod -aG */
 void dr_os_addgroup(const struct dr_ctx *c, char *out, size_t len, const char *group);
-void dr_fmt_bytes(char *out, size_t len, uint64_t v);
 void dr_fmt(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* The checks; each adds its results to @c. */

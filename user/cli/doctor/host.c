@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "doctor.h"
+#include "../print.h"
 
 #define MiB (1024ULL * 1024)
 #define GiB (1024ULL * MiB)
@@ -90,7 +91,7 @@ static void fmt_limit(char *out, size_t len, uint64_t v)
 	if (v == UINT64_MAX)
 		snprintf(out, len, "unlimited");
 	else
-		dr_fmt_bytes(out, len, v);
+		pr_format_bytes(out, len, v);
 }
 
 /*
@@ -488,7 +489,7 @@ static void check_hugepages(struct dr_ctx *c)
 		dr_str(r, "thp", mode);
 		return;
 	}
-	dr_fmt_bytes(sz, sizeof(sz), size_kb * 1024);
+	pr_format_bytes(sz, sizeof(sz), size_kb * 1024);
 	r = dr_add(c, DR_C_MEMORY, "hugepages", "", DR_INFO,
 		   "hugetlb pool: %llu pages of %s (%llu free); transparent hugepages: %s",
 		   (unsigned long long)total, sz, (unsigned long long)freep, mode);
@@ -544,7 +545,7 @@ static void check_huge_blocks(struct dr_ctx *c)
 			continue;
 		nodes++;
 		snprintf(subj, sizeof(subj), "node%u", n);
-		dr_fmt_bytes(sz, sizeof(sz), blocks[n] * 2 * MiB);
+		pr_format_bytes(sz, sizeof(sz), blocks[n] * 2 * MiB);
 		r = dr_add(c, DR_C_MEMORY, "free_2m", subj, blocks[n] ? DR_INFO : DR_WARN,
 			   "%llu free 2 MiB blocks (%s) for strixpeer buffers' 2 MiB pages",
 			   (unsigned long long)blocks[n], sz);
@@ -674,14 +675,14 @@ static void check_gtt(struct dr_ctx *c, const struct gpu *g, const char *subj, b
 		       dr_errstr(ret));
 		return;
 	}
-	dr_fmt_bytes(gtt_s, sizeof(gtt_s), gtt);
+	pr_format_bytes(gtt_s, sizeof(gtt_s), gtt);
 	r = dr_add(c, DR_C_GPU, "gtt", subj, DR_PASS, "GTT %s", gtt_s);
 	dr_int(r, "gtt_total", (int64_t)gtt);
 	if (dr_read_u64(c, &pages, "/sys/module/ttm/parameters/pages_limit") == 0 && pages &&
 	    pages <= UINT64_MAX / 4096) {
 		uint64_t lim = pages * 4096;
 
-		dr_fmt_bytes(lim_s, sizeof(lim_s), lim);
+		pr_format_bytes(lim_s, sizeof(lim_s), lim);
 		dr_int(r, "ttm_pages_limit", (int64_t)pages);
 		dr_set_summary(r, "GTT %s, ttm.pages_limit %llu pages (%s)", gtt_s,
 			       (unsigned long long)pages, lim_s);
@@ -699,9 +700,9 @@ static void check_gtt(struct dr_ctx *c, const struct gpu *g, const char *subj, b
 	dr_int(r, "vram_total", (int64_t)vram);
 	node = mem + vram;
 	want = mem / 8 * 7 / GiB * GiB;
-	dr_fmt_bytes(mem_s, sizeof(mem_s), mem);
-	dr_fmt_bytes(vram_s, sizeof(vram_s), vram);
-	dr_fmt_bytes(want_s, sizeof(want_s), want);
+	pr_format_bytes(mem_s, sizeof(mem_s), mem);
+	pr_format_bytes(vram_s, sizeof(vram_s), vram);
+	pr_format_bytes(want_s, sizeof(want_s), want);
 	dr_set_summary(r, "%s; RAM %s (MemTotal) + VRAM carve-out %s: the GPU reaches %llu%% of the node's memory",
 		       r->summary, mem_s, vram_s,
 		       (unsigned long long)((gtt + vram) * 100 / (node ? node : 1)));
@@ -769,7 +770,7 @@ static void check_one_gpu(struct dr_ctx *c, const struct gpu *g, const char *rel
 	}
 	ret = dr_read_u64(c, &vram, "%s/mem_info_vram_total", g->path);
 	if (!ret && apu) {
-		dr_fmt_bytes(vram_s, sizeof(vram_s), vram);
+		pr_format_bytes(vram_s, sizeof(vram_s), vram);
 		r = dr_add(c, DR_C_GPU, "carveout", subj, DR_PASS,
 			   "BIOS VRAM carve-out %s (ROCm advises a small one and a large GTT)", vram_s);
 		dr_int(r, "vram_total", (int64_t)vram);

@@ -440,24 +440,6 @@ int dr_kver_cmp(const char *a, const char *b)
 	return 0;
 }
 
-void dr_fmt_bytes(char *out, size_t len, uint64_t v)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
-	double d = (double)v;
-	unsigned int u = 0;
-
-	while (d >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
-		d /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(out, len, "%llu B", (unsigned long long)v);
-	else if (d == (double)(uint64_t)d)
-		snprintf(out, len, "%.0f %s", d, units[u]);
-	else
-		snprintf(out, len, "%.1f %s", d, units[u]);
-}
-
 /* snprintf() for text that may be cut short (names in subjects, say). */
 void dr_fmt(char *out, size_t len, const char *fmt, ...)
 {

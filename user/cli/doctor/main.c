@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "doctor.h"
+#include "../util.h"
 
 static void usage(FILE *f)
 {
@@ -35,28 +36,14 @@ static void usage(FILE *f)
 	fprintf(f, "\nexit status: 0 nothing to fix, 1 a WARN, 2 a FAIL, 3 doctor could not run\n");
 }
 
-/* Bytes with an optional K/M/G suffix (powers of 1024). */
+/* --size: strixpeerctl's BYTES (util.c), 1 byte to 1 GiB. */
 static int parse_size(const char *s, size_t *out)
 {
-	unsigned long long v;
-	unsigned int shift = 0;
-	char *end;
+	uint64_t v;
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-')
+	if (parse_bytes(s, &v) || !v || v > (1ULL << 30))
 		return -1;
-	if (*end == 'K' || *end == 'k')
-		shift = 10;
-	else if (*end == 'M' || *end == 'm')
-		shift = 20;
-	else if (*end == 'G' || *end == 'g')
-		shift = 30;
-	if (shift)
-		end++;
-	if (*end || !v || v > (1ULL << 30) >> shift)
-		return -1;
-	*out = (size_t)(v << shift);
+	*out = (size_t)v;
 	return 0;
 }
 
@@ -129,7 +116,7 @@ int doctor_main(int argc, char **argv, bool json)
 			break;
 		case O_SIZE:
 			if (parse_size(optarg, &rt.size)) {
-				fprintf(stderr, "strixpeerctl doctor: bad --size \"%s\" (1 to 1G, K/M/G suffixes)\n",
+				fprintf(stderr, "strixpeerctl doctor: bad --size \"%s\" (1 byte to 1G; K, M or G suffix)\n",
 					optarg);
 				return DR_EXIT_USAGE;
 			}

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "doctor.h"
+#include "../print.h"
 #include "strixpeer.h"
 
 #define WAIT_MS		30000
@@ -372,7 +373,7 @@ static void run_pair(struct dr_ctx *c, struct sp_dev *spdev, const struct dr_por
 			goto fail;
 	t_lat = (now_ns() - t0) / LAT_ITERS;
 	fmt_rate(bw, sizeof(bw), size, t_write);
-	dr_fmt_bytes(sz, sizeof(sz), size);
+	pr_format_bytes(sz, sizeof(sz), size);
 	r = dr_add(c, DR_C_RDMATEST, same ? "loopback" : "ports", subj, DR_PASS,
 		   "RDMA WRITE of %s into a strixpeer buffer registered with ibv_reg_mr: every byte verified; %s, %.1f us per 8-byte write (path MTU %d)",
 		   sz, bw, (double)t_lat / 1000.0, 128 << mtu);
@@ -890,7 +891,7 @@ static void peer_test(struct dr_ctx *c, struct sp_dev *spdev, const struct dr_rt
 		goto fail;
 	}
 	fmt_rate(bw, sizeof(bw), hello.size, t_write);
-	dr_fmt_bytes(sz, sizeof(sz), hello.size);
+	pr_format_bytes(sz, sizeof(sz), hello.size);
 	r = dr_add(c, DR_C_RDMATEST, "peer", o->peer, DR_PASS,
 		   "RDMA WRITE of %s from %s into a strixpeer buffer on %s: every byte verified there; %s, %.1f us per 8-byte write",
 		   sz, ibv_get_device_name(k.id->verbs->device), o->peer, bw, (double)t_lat / 1000.0);
