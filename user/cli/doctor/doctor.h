@@ -3,7 +3,7 @@
  * strixpeerctl doctor: what is wrong with this RDMA node, and does RDMA into
  * strixpeer memory work on it.
  *
- * The checks (rdma.c, pci.c, host.c, self.c) read files only, every one of
+ * The checks (rdma.c, pci.c, memory.c, gpu.c, self.c) read files only, each of
  * them under ctx->sysroot, so that each check runs against a fake tree in
  * the tests (tests/doctor/). What files cannot show (the verbs device, the
  * module's ABI handshake, the dma-buf MR probe) is asked only when
