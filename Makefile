@@ -78,9 +78,10 @@ LIB_HDR := include/strixpeer.h include/uapi/strixpeer.h user/lib/internal.h
 # strixpeerctl bench's measuring (user/bench/): a static archive of its
 # own, linked into strixpeerctl only; it uses libstrixpeer's public API,
 # librdmacm for the RDMA figures and libm for the statistics.
-BENCH_SRC := user/bench/bench.c user/bench/mem.c user/bench/bench_rdma.c user/bench/report.c
+BENCH_SRC := user/bench/bench.c user/bench/mem.c user/bench/bench_rdma.c user/bench/bench_conn.c \
+	user/bench/report.c
 BENCH_OBJ := $(patsubst user/bench/%.c,$(B)/spbench/%.o,$(BENCH_SRC))
-BENCH_HDR := user/bench/bench.h user/bench/bench_int.h
+BENCH_HDR := user/bench/bench.h user/bench/bench_int.h user/bench/bench_conn.h
 BENCH_A := $(B)/spbench/libspbench.a
 BENCH_LIBS := -lrdmacm -libverbs -lm
 # strixpeerctl: a dispatcher, one file per object, util.c for what they share

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The benchmark's internals, shared by bench.c (CPU-side figures, results
- * and their output), mem.c (the memory kinds' table) and bench_rdma.c (the
- * RDMA figures over librdmacm, client and server).
+ * The benchmark's internals, shared by bench.c (CPU-side figures and
+ * results), report.c (their output), mem.c (the memory kinds' table),
+ * bench_rdma.c (the RDMA figures, client and server) and bench_conn.c (its
+ * connection over librdmacm).
  */
 #ifndef SP_BENCH_INT_H
 #define SP_BENCH_INT_H
