@@ -363,12 +363,43 @@ bool sp_buf_pinned(const struct sp_buf *buf)
 	return false;
 }
 
+/**
+ * sp_buf_snapshot() - what an event or a dump shows of a buffer
+ * @eb: filled in
+ * @buf: the buffer, referenced by the caller (or being released)
+ */
+void sp_buf_snapshot(struct sp_event_buf *eb, const struct sp_buf *buf)
+{
+	eb->id = buf->id;
+	eb->pid = buf->pid;
+	eb->size = buf->size;
+	eb->page_size = buf->page_size;
+	eb->node = buf->node;
+	eb->nr_chunks = buf->nr_chunks;
+	eb->map_count = atomic_read(&buf->map_count);
+	eb->exports = atomic_read(&buf->exports);
+	eb->attachments = atomic_read(&buf->attachments);
+}
+
+/**
+ * sp_buf_event() - report that a buffer was created or freed
+ * @buf: the buffer
+ * @cmd: STRIXPEER_CMD_BUF_CREATED_NTF or STRIXPEER_CMD_BUF_FREED_NTF
+ */
+void sp_buf_event(const struct sp_buf *buf, u8 cmd)
+{
+	struct sp_event_buf eb;
+
+	sp_buf_snapshot(&eb, buf);
+	sp_event_buf(&eb, cmd);
+}
+
 static void sp_buf_release(struct kref *ref)
 {
 	struct sp_buf *buf = container_of(ref, struct sp_buf, ref);
 
 	xa_erase(&sp_all_bufs, buf->id);
-	sp_event_buf(buf, STRIXPEER_CMD_BUF_FREED_NTF);
+	sp_buf_event(buf, STRIXPEER_CMD_BUF_FREED_NTF);
 	/*
 	 * Pages still pinned by an MR keep their GUP pins and are freed by
 	 * the last unpin; only our own reference goes here.

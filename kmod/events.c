@@ -11,7 +11,6 @@
 #include <uapi/strixpeer.h>
 
 #include "events.h"
-#include "strixpeer.h"
 
 /*
  * Set once by the reporter's init, before the device exists, and cleared
@@ -47,33 +46,14 @@ void sp_event_emit(const struct sp_event *ev)
 }
 
 /**
- * sp_event_buf_fill() - snapshot what an event or a dump shows of a buffer
- * @eb: filled in
- * @buf: the buffer, referenced by the caller (or being released)
- */
-void sp_event_buf_fill(struct sp_event_buf *eb, const struct sp_buf *buf)
-{
-	eb->id = buf->id;
-	eb->pid = buf->pid;
-	eb->size = buf->size;
-	eb->page_size = buf->page_size;
-	eb->node = buf->node;
-	eb->nr_chunks = buf->nr_chunks;
-	eb->map_count = atomic_read(&buf->map_count);
-	eb->exports = atomic_read(&buf->exports);
-	eb->attachments = atomic_read(&buf->attachments);
-}
-
-/**
  * sp_event_buf() - a buffer was created or freed
- * @buf: the buffer
+ * @eb: the buffer's snapshot
  * @cmd: STRIXPEER_CMD_BUF_CREATED_NTF or STRIXPEER_CMD_BUF_FREED_NTF
  */
-void sp_event_buf(const struct sp_buf *buf, u8 cmd)
+void sp_event_buf(const struct sp_event_buf *eb, u8 cmd)
 {
-	struct sp_event ev = { .cmd = cmd, .has_buf = true };
+	struct sp_event ev = { .cmd = cmd, .has_buf = true, .buf = *eb };
 
-	sp_event_buf_fill(&ev.buf, buf);
 	sp_event_emit(&ev);
 }
 
@@ -96,19 +76,19 @@ void sp_event_limit(u32 limit, u64 size)
 
 /**
  * sp_event_peer() - what the PeerDirect client did
- * @imp: the import concerned
+ * @pid: the importing process
+ * @import_id: the import concerned
  * @what: STRIXPEER_PEER_*
  * @size: bytes of the registration
  * @reason: STRIXPEER_INVAL_* for an invalidation, else 0
  */
-void sp_event_peer(const struct sp_import *imp, u32 what, u64 size,
-		   u32 reason)
+void sp_event_peer(u32 pid, u32 import_id, u32 what, u64 size, u32 reason)
 {
 	struct sp_event ev = {
 		.cmd = STRIXPEER_CMD_PEER_NTF,
-		.pid = imp->pid,
+		.pid = pid,
 		.peer = what,
-		.import_id = imp->id,
+		.import_id = import_id,
 		.size = size,
 		.reason = reason,
 	};
@@ -118,21 +98,21 @@ void sp_event_peer(const struct sp_import *imp, u32 what, u64 size,
 
 /**
  * sp_event_export() - what happened to one of a buffer's dma-bufs
- * @buf: the buffer
+ * @eb: the buffer's snapshot
  * @what: STRIXPEER_EXPORT_*
  * @dev: the importer's device for ATTACH/DETACH, else NULL
  */
-void sp_event_export(const struct sp_buf *buf, u32 what,
+void sp_event_export(const struct sp_event_buf *eb, u32 what,
 		     const struct device *dev)
 {
 	struct sp_event ev = {
 		.cmd = STRIXPEER_CMD_EXPORT_NTF,
 		.pid = task_tgid_nr(current),
 		.has_buf = true,
+		.buf = *eb,
 		.export = what,
 		.device = dev ? dev_name(dev) : NULL,
 	};
 
-	sp_event_buf_fill(&ev.buf, buf);
 	sp_event_emit(&ev);
 }

@@ -15,8 +15,6 @@
 #include <linux/types.h>
 
 struct device;
-struct sp_buf;
-struct sp_import;
 
 /**
  * struct sp_event_buf - a buffer as an event shows it (a snapshot)
@@ -79,13 +77,15 @@ typedef void (*sp_event_sink_fn)(const struct sp_event *ev);
 void sp_events_set_sink(sp_event_sink_fn sink);
 void sp_event_emit(const struct sp_event *ev);
 
-/* Helpers for the mechanisms: fill a struct sp_event and emit it. */
-void sp_event_buf_fill(struct sp_event_buf *eb, const struct sp_buf *buf);
-void sp_event_buf(const struct sp_buf *buf, u8 cmd);
+/*
+ * Helpers for the mechanisms: build a struct sp_event from the values they
+ * pass (a buffer as the snapshot its owner filled, sp_buf_snapshot()) and
+ * emit it. None of them looks into a mechanism's objects.
+ */
+void sp_event_buf(const struct sp_event_buf *eb, u8 cmd);
 void sp_event_limit(u32 limit, u64 size);
-void sp_event_peer(const struct sp_import *imp, u32 what, u64 size,
-		   u32 reason);
-void sp_event_export(const struct sp_buf *buf, u32 what,
+void sp_event_peer(u32 pid, u32 import_id, u32 what, u64 size, u32 reason);
+void sp_event_export(const struct sp_event_buf *eb, u32 what,
 		     const struct device *dev);
 
 #endif /* _STRIXPEER_EVENTS_H */

@@ -66,6 +66,16 @@ struct sp_mapping {
 	enum dma_data_direction dir;
 };
 
+/* An export event (STRIXPEER_EXPORT_*) about one of @buf's dma-bufs. */
+static void sp_export_event(const struct sp_buf *buf, u32 what,
+			    const struct device *dev)
+{
+	struct sp_event_buf eb;
+
+	sp_buf_snapshot(&eb, buf);
+	sp_event_export(&eb, what, dev);
+}
+
 static int sp_dmabuf_attach(struct dma_buf *dmabuf,
 			    struct dma_buf_attachment *attach)
 {
@@ -73,7 +83,7 @@ static int sp_dmabuf_attach(struct dma_buf *dmabuf,
 
 	atomic_inc(&exp->buf->attachments);
 	atomic64_inc(&sp_stats.dmabuf_attachments);
-	sp_event_export(exp->buf, STRIXPEER_EXPORT_ATTACH, attach->dev);
+	sp_export_event(exp->buf, STRIXPEER_EXPORT_ATTACH, attach->dev);
 	return 0;
 }
 
@@ -84,7 +94,7 @@ static void sp_dmabuf_detach(struct dma_buf *dmabuf,
 
 	atomic_dec(&exp->buf->attachments);
 	atomic64_dec(&sp_stats.dmabuf_attachments);
-	sp_event_export(exp->buf, STRIXPEER_EXPORT_DETACH, attach->dev);
+	sp_export_event(exp->buf, STRIXPEER_EXPORT_DETACH, attach->dev);
 }
 
 /* The pages are pinned from allocation to release: nothing to do. */
@@ -238,7 +248,7 @@ static void sp_dmabuf_release(struct dma_buf *dmabuf)
 	spin_unlock(&buf->exp_lock);
 	atomic_dec(&buf->exports);
 	atomic64_dec(&sp_stats.dmabuf_exports);
-	sp_event_export(buf, STRIXPEER_EXPORT_RELEASE, NULL);
+	sp_export_event(buf, STRIXPEER_EXPORT_RELEASE, NULL);
 	mutex_destroy(&exp->lock);
 	kfree(exp);
 	sp_buf_put(buf);
@@ -298,7 +308,7 @@ struct dma_buf *sp_export_create(struct sp_buf *buf, u32 flags)
 	spin_unlock(&buf->exp_lock);
 	atomic_inc(&buf->exports);
 	atomic64_inc(&sp_stats.dmabuf_exports);
-	sp_event_export(buf, STRIXPEER_EXPORT_CREATE, NULL);
+	sp_export_event(buf, STRIXPEER_EXPORT_CREATE, NULL);
 	return dmabuf;
 }
 

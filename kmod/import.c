@@ -170,17 +170,33 @@ static void sp_import_unmap_work(struct work_struct *work)
 	sp_import_put(imp);
 }
 
+static const struct sp_import_listener *sp_import_listener;
+
+/**
+ * sp_import_set_listener() - install (or with NULL remove) who hears that
+ *	an import ended
+ * @l: the listener (struct sp_import_listener says when peer.c sets it)
+ *
+ * Context: module init or exit, outside every import's lock.
+ */
+void sp_import_set_listener(const struct sp_import_listener *l)
+{
+	WRITE_ONCE(sp_import_listener, l);
+}
+
 /**
  * sp_import_end() - end an import: no new claims, registrations invalidated
  * @imp: the import (caller holds a reference)
  * @reason: STRIXPEER_INVAL_*, reported with the invalidations
  *
  * Idempotent; a second caller returns once the first has invalidated.
+ * The invalidating is the listener's (struct sp_import_listener).
  * Context: process context, may sleep; takes sp_imports_lock, then
  * @imp->lock. Never from the notifier callback (removes the notifier).
  */
 void sp_import_end(struct sp_import *imp, enum strixpeer_inval_reason reason)
 {
+	const struct sp_import_listener *listener = READ_ONCE(sp_import_listener);
 	bool remove_notifier = false;
 
 	mutex_lock(&sp_imports_lock);
@@ -195,7 +211,8 @@ void sp_import_end(struct sp_import *imp, enum strixpeer_inval_reason reason)
 		imp->dead = true;
 		remove_notifier = imp->notifier_live;
 		imp->notifier_live = false;
-		sp_peer_invalidate_all(imp, reason);
+		if (listener)
+			listener->end(imp, reason);
 	}
 	mutex_unlock(&imp->lock);
 

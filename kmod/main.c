@@ -251,7 +251,7 @@ static int sp_ioctl_buf_alloc(struct sp_file *f, void *data)
 		sp_buf_put(buf);
 		return ret == -EBUSY ? -EMFILE : ret;
 	}
-	sp_event_buf(buf, STRIXPEER_CMD_BUF_CREATED_NTF);
+	sp_buf_event(buf, STRIXPEER_CMD_BUF_CREATED_NTF);
 	req->buf = buf;
 	a->size = size;
 	a->handle = id;

@@ -131,7 +131,7 @@ static int sp_nl_put_buf(struct sk_buff *skb, struct sp_buf *buf)
 {
 	struct sp_event_buf eb;
 
-	sp_event_buf_fill(&eb, buf);
+	sp_buf_snapshot(&eb, buf);
 	if (sp_nl_put_buf_snap(skb, &eb) ||
 	    nla_put_u8(skb, STRIXPEER_A_BUF_PINNED, sp_buf_pinned(buf)) ||
 	    sp_nl_put_buf_holders(skb, buf))

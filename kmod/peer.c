@@ -14,28 +14,10 @@
  * dma_unmap(), put_pages() and release() undo exactly that, and are
  * idempotent: the core may call them after an invalidation already did.
  *
- * Pinned, shared mappings (struct sp_peer_map): every registration of a
- * dma-buf for one device uses one dynamic attachment that is pinned
- * (dma_buf_pin()) and mapped once, until its last registration is gone.
- * A PeerDirect MR cannot follow a move: the core calls get_pages() and
- * dma_map() under its mapping lock, dma_map() must take the dma-buf's
- * reservation lock to map, and the exporter holds that reservation lock
- * while it announces a move (move_notify), so telling the core from there
- * would invert the two (and a deferred invalidation cannot be fenced: the
- * exporter may wait for fences with the reservation lock held). So the
- * buffer must not move while it is registered - exactly what upstream
- * ib_core does for non-ODP dma-buf MRs (ib_umem_dmabuf_get_pinned()), what
- * amdgpu's pin callback is written for ("RDMA NICs without ODP"), and
- * what kernels without CONFIG_DMABUF_MOVE_NOTIFY do anyway. An exporter may
- * migrate the buffer inside our pin or map (amdgpu does for an importer
- * that cannot reach VRAM peer to peer) and announce that to us: then
- * nothing of ours is mapped yet, and what we map next is where it landed.
- * A move announced for a mapping that is pinned would be the exporter's
- * bug: logged, the mapping retired for new registrations.
- *
- * A mapping pins its whole dma-buf: making one charges that to the
- * registering user (sp_peer_charge(), below), and dma_map() fails with
- * -EDQUOT past the user's RLIMIT_MEMLOCK or max_peer_pinned_per_user.
+ * Pinned, shared mappings (struct sp_peer_map) and what they cost their
+ * users are peer_map.c's: every registration of a dma-buf for one device
+ * shares one pinned mapping, which cannot follow a move, and whose pin is
+ * charged to the registering user (-EDQUOT past the user's limits).
  *
  * Both core generations are served: modern cores pass a NULL sg_head to
  * get_pages() and honour peer_memory_client_ex's PEER_MEM_INVALIDATE_UNMAPS
@@ -81,8 +63,8 @@
  *                     lock of ours and never calls the core
  *   ctx->lock         a registration's state; innermost, never held across
  *                     a call into the core or the exporter
- *   sp_peer_maps_lock the list of shared mappings; a leaf: mappings are
- *                     made and torn down outside it
+ *   sp_peer_maps_lock the list of shared mappings (peer_map.c); a leaf:
+ *                     mappings are made and torn down outside it
  * get_pages()/dma_map() never take import->lock, so the invalidating
  * thread (import->lock -> mapping lock) cannot wait on them in reverse.
  */
@@ -132,50 +114,10 @@ const char *sp_peer_reason(void)
 #ifdef SP_HAVE_PEERDIRECT
 
 #include "peer_mem.h"
+#include "peer_map.h"
 
 enum sp_inval_state { SP_INVAL_NONE, SP_INVAL_RUNNING, SP_INVAL_DONE };
-enum sp_map_state { SP_MAP_CREATING, SP_MAP_READY, SP_MAP_FAILED };
 
-/**
- * struct sp_peer_map - a pinned mapping of one dma-buf for one device,
- *	shared by every registration of that dma-buf for that device
- * @node: in sp_peer_maps while new registrations may use it
- *	(sp_peer_maps_lock)
- * @users: registrations using it, plus one while it is made
- *	(sp_peer_maps_lock)
- * @dmabuf: our reference on the dma-buf
- * @dev: the NIC's device
- * @state: set by the maker before @made completes, constant after
- * @error: why making it failed (SP_MAP_FAILED)
- * @made: completed once @state is READY or FAILED
- * @attach: our dynamic attachment (importer_priv is this map)
- * @pinned: dma_buf_pin() succeeded (resv)
- * @sgt: the exporter's mapping (resv; constant while READY)
- * @moved: the exporter announced a move of the pinned buffer (written
- *	under resv, read without it: no new registration uses the map)
- * @charged: bytes charged for the pin (the whole dma-buf), 0 once
- *	uncharged (sp_peer_maps_lock)
- * @uid: real uid of the process that made the map: charged in
- *	sp_peer_users until the pin goes
- * @user: whose locked_vm carries @charged (a reference), NULL when the
- *	maker had CAP_IPC_LOCK
- */
-struct sp_peer_map {
-	struct list_head node;
-	unsigned int users;
-	struct dma_buf *dmabuf;
-	struct device *dev;
-	enum sp_map_state state;
-	int error;
-	struct completion made;
-	struct dma_buf_attachment *attach;
-	bool pinned;
-	struct sg_table *sgt;
-	bool moved;
-	u64 charged;
-	kuid_t uid;
-	struct user_struct *user;
-};
 
 /**
  * struct sp_peer_ctx - one claimed registration (client_context)
@@ -221,311 +163,6 @@ static void *sp_peer_handle;
 static invalidate_peer_memory sp_peer_core_invalidate;
 static char sp_reason_buf[160];
 
-static DEFINE_MUTEX(sp_peer_maps_lock);
-static LIST_HEAD(sp_peer_maps);
-
-/*
- * Accounting of PeerDirect pins (docs/peerdirect.md, "What a registration
- * pins, and who pays"). A shared mapping pins its whole dma-buf, however
- * little of it is registered, so making one charges the dma-buf's size,
- * once, to the process that made it (the first registration of that
- * dma-buf for that device):
- *
- * - against max_peer_pinned_per_user (all of the uid's mappings
- *   together; CAP_IPC_LOCK does not exempt from it);
- * - to the user's locked_vm against the caller's RLIMIT_MEMLOCK, like a
- *   strixpeer buffer (buffer.c), unless the caller has CAP_IPC_LOCK.
- *
- * Later registrations that share the mapping pin nothing new and pay
- * nothing; the charge stays with the first registrant's user until the
- * last registration is gone and the mapping unpinned, whoever ends first.
- * Past a limit dma_map() fails with -EDQUOT, which the core returns from
- * ibv_reg_mr().
- *
- * struct sp_peer_user: one uid's pins, in sp_peer_users by uid, under
- * sp_peer_maps_lock; freed with the uid's last charged mapping.
- */
-struct sp_peer_user {
-	unsigned int maps;
-	u64 bytes;
-};
-
-static DEFINE_XARRAY(sp_peer_users);
-
-static void sp_peer_refuse(const struct sp_peer_map *m, const char *limit,
-			   u64 max, u64 held)
-{
-	atomic64_inc(&sp_stats.peer_fail_limit);
-	pr_info_ratelimited("strixpeer: %s[%d] uid %u: PeerDirect registration refused (EDQUOT): pinning dma-buf %s of %zu bytes would pass %s (%llu bytes; the user pins %llu)\n",
-			    current->comm, task_pid_nr(current),
-			    from_kuid(&init_user_ns, current_uid()),
-			    m->dmabuf->exp_name, m->dmabuf->size, limit, max,
-			    held);
-}
-
-/*
- * Charge @m's pin to the calling process's user (see above).
- * Context: sp_peer_maps_lock held; @m not yet pinned.
- */
-static int sp_peer_charge(struct sp_peer_map *m)
-{
-	u64 bytes = PAGE_ALIGN((u64)m->dmabuf->size);
-	u64 max = READ_ONCE(sp_max_peer_pinned_per_user), held;
-	kuid_t uid = current_uid();
-	struct sp_peer_user *pu;
-	int ret;
-
-	lockdep_assert_held(&sp_peer_maps_lock);
-	pu = xa_load(&sp_peer_users, __kuid_val(uid));
-	held = pu ? pu->bytes : 0;
-	if (max && held + bytes > max) {
-		sp_peer_refuse(m, "max_peer_pinned_per_user", max, held);
-		return -EDQUOT;
-	}
-	if (!capable(CAP_IPC_LOCK)) {
-		struct user_struct *user = current_user();
-		unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
-		unsigned long npages = bytes >> PAGE_SHIFT;
-		unsigned long cur = atomic_long_read(&user->locked_vm), new;
-
-		do {
-			new = cur + npages;
-			if (new > limit || new < cur) {
-				sp_peer_refuse(m, "RLIMIT_MEMLOCK (locked_vm)",
-					       (u64)limit << PAGE_SHIFT,
-					       (u64)cur << PAGE_SHIFT);
-				sp_event_limit(STRIXPEER_LIMIT_MEMLOCK, bytes);
-				return -EDQUOT;
-			}
-		} while (!atomic_long_try_cmpxchg(&user->locked_vm, &cur, new));
-		m->user = get_uid(user);
-	}
-	if (!pu) {
-		pu = kzalloc(sizeof(*pu), GFP_KERNEL_ACCOUNT);
-		ret = pu ? xa_err(xa_store(&sp_peer_users, __kuid_val(uid), pu,
-					   GFP_KERNEL_ACCOUNT)) : -ENOMEM;
-		if (ret) {
-			kfree(pu);
-			if (m->user) {
-				atomic_long_sub(bytes >> PAGE_SHIFT,
-						&m->user->locked_vm);
-				free_uid(m->user);
-				m->user = NULL;
-			}
-			return ret;
-		}
-	}
-	pu->maps++;
-	pu->bytes += bytes;
-	m->uid = uid;
-	m->charged = bytes;
-	atomic64_add(bytes, &sp_stats.peer_pinned_bytes);
-	return 0;
-}
-
-/* Context: sp_peer_maps_lock held; @m unpinned, or never pinned. */
-static void sp_peer_uncharge(struct sp_peer_map *m)
-{
-	struct sp_peer_user *pu;
-
-	lockdep_assert_held(&sp_peer_maps_lock);
-	if (!m->charged)
-		return;
-	pu = xa_load(&sp_peer_users, __kuid_val(m->uid));
-	if (!WARN_ON_ONCE(!pu)) {
-		pu->bytes -= m->charged;
-		if (!--pu->maps) {
-			xa_erase(&sp_peer_users, __kuid_val(m->uid));
-			kfree(pu);
-		}
-	}
-	if (m->user) {
-		atomic_long_sub(m->charged >> PAGE_SHIFT, &m->user->locked_vm);
-		free_uid(m->user);
-		m->user = NULL;
-	}
-	atomic64_sub(m->charged, &sp_stats.peer_pinned_bytes);
-	m->charged = 0;
-}
-
-/* GPU bytes PeerDirect mappings made by @uid's processes pin now. */
-u64 sp_peer_pinned_by(kuid_t uid)
-{
-	struct sp_peer_user *pu;
-	u64 bytes;
-
-	mutex_lock(&sp_peer_maps_lock);
-	pu = xa_load(&sp_peer_users, __kuid_val(uid));
-	bytes = pu ? pu->bytes : 0;
-	mutex_unlock(&sp_peer_maps_lock);
-	return bytes;
-}
-
-/*
- * The exporter moves the buffer (7.x: invalidates our mappings). Called
- * with the dma-buf's reservation lock held; takes no lock of ours and
- * never calls the core (see the top of this file).
- */
-static void sp_peer_move_notify(struct dma_buf_attachment *attach)
-{
-	struct sp_peer_map *m = attach->importer_priv;
-
-	dma_resv_assert_held(attach->dmabuf->resv);
-	/* Inside our own pin or map: nothing mapped yet, the next map is fresh. */
-	if (!m->pinned || !m->sgt)
-		return;
-	WRITE_ONCE(m->moved, true);
-	pr_err_ratelimited("strixpeer: exporter %s moved a dma-buf that a PeerDirect registration pins; its registrations may reach stale memory until they end\n",
-			   attach->dmabuf->exp_name);
-}
-
-static const struct dma_buf_attach_ops sp_peer_importer_ops = {
-	.allow_peer2peer = true,
-	.SP_DMA_BUF_MOVE_NOTIFY = sp_peer_move_notify,
-};
-
-/* Attaches, pins and maps @m; undone by sp_peer_map_put(). */
-static int sp_peer_map_make(struct sp_peer_map *m)
-{
-	struct dma_resv *resv = m->dmabuf->resv;
-	struct dma_buf_attachment *attach;
-	struct sg_table *sgt;
-	long wait;
-	int ret;
-
-	attach = dma_buf_dynamic_attach(m->dmabuf, m->dev, &sp_peer_importer_ops,
-					m);
-	if (IS_ERR(attach))
-		return PTR_ERR(attach);
-	m->attach = attach;
-
-	dma_resv_lock(resv, NULL);
-	/* The exporter may move the buffer in here and tell us: see above. */
-	ret = dma_buf_pin(attach);
-	if (ret) {
-		/* a full GTT fails every attempt: say so, but not every time */
-		pr_info_ratelimited("strixpeer: %s[%d]: PeerDirect registration failed: exporter %s could not pin a dma-buf of %zu bytes (%d)\n",
-				    current->comm, task_pid_nr(current),
-				    m->dmabuf->exp_name, m->dmabuf->size, ret);
-		goto unlock;
-	}
-	m->pinned = true;
-	sgt = dma_buf_map_attachment(attach, DMA_BIDIRECTIONAL);
-	if (IS_ERR(sgt)) {
-		ret = PTR_ERR(sgt);
-		goto unlock;
-	}
-	m->sgt = sgt;
-	/* A move the exporter started must finish before the NIC looks. */
-	wait = dma_resv_wait_timeout(resv, DMA_RESV_USAGE_KERNEL, false,
-				     MAX_SCHEDULE_TIMEOUT);
-	ret = wait < 0 ? wait : 0;
-unlock:
-	dma_resv_unlock(resv);
-	return ret;
-}
-
-/*
- * Drops a use of @m; the last one unmaps, unpins and detaches, after
- * which the exporter may move the buffer again.
- * Context: process context; takes sp_peer_maps_lock, then (alone) the
- * dma-buf's reservation lock.
- */
-static void sp_peer_map_put(struct sp_peer_map *m)
-{
-	struct dma_resv *resv = m->dmabuf->resv;
-	bool last;
-
-	mutex_lock(&sp_peer_maps_lock);
-	last = !--m->users;
-	if (last)
-		list_del_init(&m->node);
-	mutex_unlock(&sp_peer_maps_lock);
-	if (!last)
-		return;
-
-	if (m->attach) {
-		dma_resv_lock(resv, NULL);
-		if (m->sgt)
-			dma_buf_unmap_attachment(m->attach, m->sgt,
-						 DMA_BIDIRECTIONAL);
-		m->sgt = NULL;
-		if (m->pinned)
-			dma_buf_unpin(m->attach);
-		/* the buffer may move from here on, and tell us until detached */
-		m->pinned = false;
-		dma_resv_unlock(resv);
-		/* no move_notify for it after this returns */
-		dma_buf_detach(m->dmabuf, m->attach);
-	}
-	/* unpinned: the charge goes (also for a map that failed to pin) */
-	mutex_lock(&sp_peer_maps_lock);
-	sp_peer_uncharge(m);
-	mutex_unlock(&sp_peer_maps_lock);
-	dma_buf_put(m->dmabuf);
-	kfree(m);
-}
-
-/*
- * The pinned mapping of @dmabuf for @dev, made on first use; waits while
- * another registration makes it.
- * Context: process context; may sleep for as long as the exporter pins
- * (and perhaps migrates) the buffer. Caller holds no lock of ours.
- */
-static struct sp_peer_map *sp_peer_map_get(struct dma_buf *dmabuf,
-					   struct device *dev)
-{
-	struct sp_peer_map *m;
-	int ret;
-
-	mutex_lock(&sp_peer_maps_lock);
-	list_for_each_entry(m, &sp_peer_maps, node) {
-		if (m->dmabuf == dmabuf && m->dev == dev && !READ_ONCE(m->moved)) {
-			m->users++;
-			mutex_unlock(&sp_peer_maps_lock);
-			wait_for_completion(&m->made);
-			if (m->state == SP_MAP_READY)
-				return m;
-			ret = m->error;
-			sp_peer_map_put(m);
-			return ERR_PTR(ret);
-		}
-	}
-	m = kzalloc(sizeof(*m), GFP_KERNEL_ACCOUNT);
-	if (!m) {
-		mutex_unlock(&sp_peer_maps_lock);
-		return ERR_PTR(-ENOMEM);
-	}
-	m->users = 1;
-	m->dmabuf = dmabuf;
-	/* a new pin: charged before the exporter is asked (may migrate) */
-	ret = sp_peer_charge(m);
-	if (ret) {
-		mutex_unlock(&sp_peer_maps_lock);
-		kfree(m);
-		return ERR_PTR(ret);
-	}
-	get_dma_buf(dmabuf);
-	m->dev = dev;
-	init_completion(&m->made);
-	list_add(&m->node, &sp_peer_maps);
-	mutex_unlock(&sp_peer_maps_lock);
-
-	ret = sp_peer_map_make(m);
-	if (ret) {
-		mutex_lock(&sp_peer_maps_lock);
-		list_del_init(&m->node);	/* the next registration retries */
-		mutex_unlock(&sp_peer_maps_lock);
-		m->error = ret;
-		m->state = SP_MAP_FAILED;
-		complete_all(&m->made);
-		sp_peer_map_put(m);
-		return ERR_PTR(ret);
-	}
-	m->state = SP_MAP_READY;
-	complete_all(&m->made);
-	return m;
-}
 
 /* Drops the registration's use of the shared mapping (idempotent). */
 static void sp_peer_ctx_unmap(struct sp_peer_ctx *ctx)
@@ -552,7 +189,7 @@ static void sp_peer_free_sgt(struct sp_peer_ctx *ctx)
 
 /*
  * Tell the core, then unmap. Every invalidation of a registration runs
- * under its import's lock (sp_peer_invalidate_all()), so two never race;
+ * under its import's lock (sp_peer_import_end()), so two never race;
  * the second finds the first done.
  */
 static void sp_peer_ctx_invalidate(struct sp_peer_ctx *ctx,
@@ -578,7 +215,7 @@ static void sp_peer_ctx_invalidate(struct sp_peer_ctx *ctx,
 		/* Returns once the HCA no longer uses the registration. */
 		sp_peer_core_invalidate(sp_peer_handle, core_ctx);
 		atomic64_inc(&sp_stats.peer_invalidations);
-		sp_event_peer(imp, STRIXPEER_PEER_INVALIDATE, ctx->map_len,
+		sp_event_peer(imp->pid, imp->id, STRIXPEER_PEER_INVALIDATE, ctx->map_len,
 			      reason);
 	}
 	/*
@@ -605,8 +242,9 @@ static void sp_peer_ctx_invalidate(struct sp_peer_ctx *ctx,
 		sp_import_queue_work(&ctx->release_work);
 }
 
-void sp_peer_invalidate_all(struct sp_import *imp,
-			    enum strixpeer_inval_reason reason)
+/* The import's listener: it ended, so every registration using it goes. */
+static void sp_peer_import_end(struct sp_import *imp,
+			       enum strixpeer_inval_reason reason)
 {
 	struct sp_peer_ctx *ctx;
 
@@ -614,6 +252,10 @@ void sp_peer_invalidate_all(struct sp_import *imp,
 	list_for_each_entry(ctx, &imp->ctxs, node)
 		sp_peer_ctx_invalidate(ctx, reason);
 }
+
+static const struct sp_import_listener sp_peer_listener = {
+	.end = sp_peer_import_end,
+};
 
 static void sp_peer_release_work(struct work_struct *work);
 
@@ -662,7 +304,7 @@ static int sp_peer_acquire(unsigned long addr, size_t size,
 
 	atomic64_inc(&sp_stats.peer_claims);
 	atomic64_inc(&sp_stats.peer_registrations);
-	sp_event_peer(imp, STRIXPEER_PEER_CLAIM, ctx->map_len, 0);
+	sp_event_peer(imp->pid, imp->id, STRIXPEER_PEER_CLAIM, ctx->map_len, 0);
 	*client_context = ctx;
 	return 1;
 
@@ -851,7 +493,7 @@ static int sp_peer_dma_map(struct sg_table *sg_head, void *client_context,
 	mutex_unlock(&ctx->lock);
 
 	atomic64_inc(&sp_stats.peer_maps);
-	sp_event_peer(ctx->imp, STRIXPEER_PEER_MAP, ctx->map_len, 0);
+	sp_event_peer(ctx->imp->pid, ctx->imp->id, STRIXPEER_PEER_MAP, ctx->map_len, 0);
 	return 0;
 
 put:
@@ -968,11 +610,14 @@ int sp_peer_init(void)
 	strscpy(c->name, sp_peer_name, sizeof(c->name));
 	strscpy(c->version, SP_VERSION_STR, sizeof(c->version) - 1);
 	c->version[sizeof(c->version) - 1] = 1;	/* the _ex form */
+	/* Listening before the core can call acquire(), until it no longer can. */
+	sp_import_set_listener(&sp_peer_listener);
 	sp_peer_handle = ib_register_peer_memory_client(c,
 						&sp_peer_core_invalidate);
 	if (!sp_peer_handle || !sp_peer_core_invalidate) {
 		if (sp_peer_handle)
 			ib_unregister_peer_memory_client(sp_peer_handle);
+		sp_import_set_listener(NULL);
 		sp_peer_handle = NULL;
 		snprintf(sp_reason_buf, sizeof(sp_reason_buf),
 			 "the peer-memory core refused client '%s' (name already registered?)",
@@ -991,10 +636,10 @@ out:
 /* Contexts hold module references, so none is left here. */
 void sp_peer_exit(void)
 {
-	WARN_ON(!list_empty(&sp_peer_maps));
-	WARN_ON(!xa_empty(&sp_peer_users));
+	WARN_ON(!sp_peer_maps_idle());
 	if (sp_peer_handle)
 		ib_unregister_peer_memory_client(sp_peer_handle);
+	sp_import_set_listener(NULL);
 	sp_peer_handle = NULL;
 	sp_reason = SP_REASON_NO_API;
 }
@@ -1004,12 +649,6 @@ void sp_peer_exit(void)
 u64 sp_peer_pinned_by(kuid_t uid)
 {
 	return 0;
-}
-
-void sp_peer_invalidate_all(struct sp_import *imp,
-			    enum strixpeer_inval_reason reason)
-{
-	lockdep_assert_held(&imp->lock);
 }
 
 int sp_peer_init(void)

@@ -233,6 +233,8 @@ extern unsigned long sp_max_peer_pinned_per_user;
 struct sp_buf *sp_buf_create(u64 size, int node, bool huge_only);
 struct sp_buf *sp_buf_get_next(unsigned long *id);
 bool sp_buf_pinned(const struct sp_buf *buf);
+void sp_buf_snapshot(struct sp_event_buf *eb, const struct sp_buf *buf);
+void sp_buf_event(const struct sp_buf *buf, u8 cmd);
 void sp_buf_put(struct sp_buf *buf);
 int sp_buf_mmap(struct sp_buf *buf, struct vm_area_struct *vma,
 		unsigned long pgoff);
@@ -281,13 +283,25 @@ int sp_import_init(void);
 void sp_import_exit(void);
 
 /*
+ * Who hears that an import ended: the owner of its registrations. peer.c
+ * installs itself in sp_peer_init() before it registers with the
+ * peer-memory core and removes itself in sp_peer_exit() after it has
+ * unregistered, so no registration exists without a listener. @end runs
+ * with the import's lock held and must invalidate every registration of
+ * the import before it returns. With no listener (PeerDirect unavailable)
+ * an import has no registrations.
+ */
+struct sp_import_listener {
+	void (*end)(struct sp_import *imp, enum strixpeer_inval_reason reason);
+};
+void sp_import_set_listener(const struct sp_import_listener *l);
+
+/*
  * PeerDirect client (peer.c; without the peer-memory API at build time it
- * only reports why). sp_peer_invalidate_all() needs the import's lock.
+ * only reports why). It hears of ended imports as their listener.
  */
 bool sp_peer_active(void);
 const char *sp_peer_reason(void);
-void sp_peer_invalidate_all(struct sp_import *imp,
-			    enum strixpeer_inval_reason reason);
 u64 sp_peer_pinned_by(kuid_t uid);
 int sp_peer_init(void);
 void sp_peer_exit(void);
