@@ -3,12 +3,12 @@
  * strixpeerctl doctor: what is wrong with this RDMA node, and does RDMA into
  * strixpeer memory work on it.
  *
- * The checks (rdma.c, pci.c, memory.c, gpu.c, self.c) read files only, each of
- * them under ctx->sysroot, so that each check runs against a fake tree in
- * the tests (tests/doctor/). What files cannot show (the verbs device, the
- * module's ABI handshake, the dma-buf MR probe) is asked only when
- * ctx->live is set (sysroot "/"), in live.c and rdmatest.c. Results are
- * collected here and printed once, as text or JSON (report.c).
+ * The checks (rdma.c, pci.c, memory.c, gpu.c, self.c) read files only, each
+ * of them under ctx->sysroot, so that each check runs against a fake tree
+ * in the tests (tests/doctor/). What files cannot show (the verbs device,
+ * the module's ABI handshake, the dma-buf MR probe) is asked only when
+ * ctx->live is set (sysroot "/"), in live.c, rdmatest.c and peertest.c.
+ * Results are collected here and printed once, as text or JSON (report.c).
  */
 #ifndef SP_DOCTOR_H
 #define SP_DOCTOR_H
