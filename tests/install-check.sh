@@ -6,17 +6,18 @@
 #
 # 1. Into a DESTDIR: every file in place (the library, its symlinks, the
 #    static library, pkg-config and CMake files, header, CLI in bin/, man
-#    pages and an alias page per exported function, bash completion), the
-#    CLI's RUNPATH right for a system and a non-system LIBDIR, the
-#    library's NEEDED only libnl and libibverbs, a program using
-#    sp_dev_open() linked statically with pkg-config --static --libs
-#    strixpeer alone, and 'make uninstall' removes every file again.
-# 2. For real, as README says (make install PREFIX=/usr/local), in a
-#    throwaway root: an overlay of the host's root in a private mount
+#    pages of sections 3, 4 and 8 and an alias page per exported function,
+#    bash completion), the CLI's RUNPATH right for a system and a
+#    non-system LIBDIR, the library's NEEDED only libnl and libibverbs, a
+#    program using sp_dev_open() linked statically with pkg-config
+#    --static --libs strixpeer alone, and 'make uninstall' removes every file again.
+# 2. For real, as docs/install.md says (make install PREFIX=/usr/local), in
+#    a throwaway root: an overlay of the host's root in a private mount
 #    namespace, so nothing reaches the host. A user with a plain PATH runs
-#    the installed CLI; README's examples (the blocks marked "test:") are
-#    written out and built with exactly README's commands (pkg-config,
-#    static, CMake) and run; 'man sp_buf_alloc' works; 'make uninstall'
+#    the installed CLI; docs/library.md's examples (the blocks marked
+#    "test:") are written out and built with exactly its commands (pkg-config,
+#    static, CMake) and run; 'man sp_buf_alloc', 'man 4 strixpeer' and
+#    'man strixpeerctl-bench' work; 'make uninstall'
 #    leaves nothing behind (checked on the overlay's upper layer).
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -37,6 +38,7 @@ expected() {
 		lib/systemd/system/strixpeer-textfile.timer \
 		lib/systemd/system/strixpeer-monitor.service
 	for f in docs/man/*.3; do echo "share/man/man3/${f##*/}"; done
+	for f in docs/man/*.4; do echo "share/man/man4/${f##*/}"; done
 	for f in docs/man/*.8; do echo "share/man/man8/${f##*/}"; done
 	sed -n 's/^[[:space:]]*\(sp_[a-z0-9_]*\);.*/\1/p' user/lib/libstrixpeer.map | sort -u |
 		while read -r f; do [ -e "docs/man/$f.3" ] || echo "share/man/man3/$f.3"; done
@@ -67,8 +69,15 @@ if [ "${1:-}" = node ]; then
 			MANPAGER=cat MANWIDTH=80 man "$f" 2> /dev/null | grep -qw "$f" || { echo "man $f"; exit 1; }
 		done
 		MANPAGER=cat man 8 strixpeerctl | grep -q "^SYNOPSIS"'
+	# the device and module page (section 4) and bench's own page, by name
+	step man_finds_device_and_bench_pages bash -c '
+		MANPAGER=cat MANWIDTH=80 man 4 strixpeer 2> /dev/null | grep -q "^ *STRIXPEER_IOC_BUF_ALLOC" &&
+		MANPAGER=cat MANWIDTH=80 man strixpeer 2> /dev/null | grep -q "^STRIXPEER(4)" &&
+		MANPAGER=cat MANWIDTH=80 man strixpeerctl-bench 2> /dev/null | grep -q "^STRIXPEERCTL-BENCH(8)" &&
+		[ "$(man -w 4 strixpeer)" = /usr/local/share/man/man4/strixpeer.4 ] &&
+		[ "$(man -w strixpeerctl-bench)" = /usr/local/share/man/man8/strixpeerctl-bench.8 ]'
 
-	# README's examples, with README's own commands
+	# the library's examples (docs/library.md, README links it), with its own commands
 	ex=/tmp/strixpeer-readme
 	rm -rf "$ex"
 	mkdir -p "$ex/cmake"
@@ -77,7 +86,7 @@ if [ "${1:-}" = node ]; then
 		what != "" && /^```/ && !inblock { inblock = 1; n++; file = (what == "build") ? dir "/build" n ".sh" : dir "/" what; next }
 		inblock && /^```/ { inblock = 0; what = ""; next }
 		inblock { print > file }
-	' README.md
+	' docs/library.md
 	cp "$ex/app.c" "$ex/cmake/"
 	cp "$ex/CMakeLists.txt" "$ex/cmake/" 2> /dev/null
 	step readme_examples_found bash -c "ls $ex/app.c $ex/share.c $ex/CMakeLists.txt $ex/build*.sh &&
@@ -92,7 +101,7 @@ if [ "${1:-}" = node ]; then
 		cc -Wall -Wextra -Werror -c share.c \$(pkg-config --cflags strixpeer)"
 	# the PeerDirect fragment, in a function that declares what it uses
 	awk '/^```c$/ { c = 1; buf = ""; next } c && /^```$/ { c = 0; if (buf ~ /sp_import_dmabuf\(/) print buf; next }
-		c { buf = buf $0 "\n" }' README.md > "$ex/import-body.c"
+		c { buf = buf $0 "\n" }' docs/library.md > "$ex/import-body.c"
 	{
 		printf '#include <stdio.h>\n#include <infiniband/verbs.h>\n#include <strixpeer.h>\n'
 		printf 'struct ibv_mr *f(struct sp_dev *dev, struct ibv_pd *pd, int dmabuf_fd, void *ptr, size_t size);\n'

@@ -6,7 +6,9 @@
 #   matrix's kernels and refuses older ones; every kernel in the matrix has
 #   the options BUILD_EXCLUSIVE_CONFIG requires (else DKMS would skip it);
 # - debian/changelog's version is VERSION's;
-# - the modprobe.d file documents every module parameter;
+# - the modprobe.d file and strixpeer(4) document every module parameter,
+#   strixpeer(4) every ioctl; every man page is installed by make install
+#   and shipped by a Debian package and an RPM;
 # - the bash completion offers every object 'strixpeerctl help' lists, and
 #   completes commands, keys and values.
 set -u
@@ -62,13 +64,51 @@ dv=$(dpkg-parsechangelog -S Version 2> /dev/null || sed -n '1s/.*(\(.*\)).*/\1/p
 [ "${dv%-*}" = "$(cat VERSION)" ]
 result $? "debian_changelog_version_is_VERSION" "changelog $dv, VERSION $(cat VERSION)"
 
-params=$(sed -n 's/^module_param\(_named\)\{0,1\}(\([a-z_0-9]*\),.*/\2/p' kmod/*.c | sort -u)
+# module_param, _named, _cb and _string: every way kmod/ declares one
+params=$(sed -n 's/^module_param\(_named\|_cb\|_string\)\{0,1\}(\([a-z_0-9]*\),.*/\2/p' kmod/*.c | sort -u)
 undoc=""
 for p in $params; do
 	grep -q "^#options strixpeer $p=" debian/strixpeer-dkms.strixpeer.modprobe || undoc="$undoc $p"
 done
 [ -n "$params" ] && [ -z "$undoc" ]
 result $? "modprobe_d_documents_every_parameter" "undocumented:$undoc"
+
+# --- man pages ------------------------------------------------------------------
+# strixpeer(4) has an entry (a .TP tag) for every module parameter and a
+# section for every ioctl of the uapi header.
+undoc=""
+for p in $params; do
+	grep -q "^\.BR $p \" (" docs/man/strixpeer.4 || undoc="$undoc $p"
+done
+ioctls=$(sed -n 's/^#define \(STRIXPEER_IOC_[A-Z_]*\)[[:space:]]*_IO.*/\1/p' include/uapi/strixpeer.h)
+for i in $ioctls; do
+	grep -q "^\.SS $i\( \|$\)" docs/man/strixpeer.4 || undoc="$undoc $i"
+done
+[ -n "$ioctls" ] && [ -z "$undoc" ]
+result $? "strixpeer_4_documents_every_parameter_and_ioctl" "undocumented:$undoc"
+
+# Every page in docs/man/ is installed by make install (MAN3, MAN4, MAN8)
+# and shipped by a Debian package and an RPM: section 4 by strixpeer-dkms,
+# 3 by libstrixpeer-dev/-devel, 8 by strixpeer-utils.
+miss=""
+for f in docs/man/*.[348]; do
+	page=${f##*/}
+	s=${page##*.}
+	make -s -n install-lib DESTDIR=/D PREFIX=/usr 2> /dev/null |
+		grep -q "install -m 0644 .*docs/man/$page.* /D/usr/share/man/man$s/" || miss="$miss make:$page"
+	case $s in
+	3) grep -qx 'usr/share/man/man3/' debian/libstrixpeer-dev.install &&
+		grep -qx '%{_mandir}/man3/\*' rpm/strixpeer.spec || miss="$miss pkg:$page" ;;
+	4) grep -qx "$f" debian/strixpeer-dkms.manpages &&
+		sed -n '/^%files dkms/,/^%files/p' rpm/strixpeer.spec | grep -qx "%{_mandir}/man4/$page\*" ||
+		miss="$miss pkg:$page" ;;
+	8) grep -qx 'usr/share/man/man8/' debian/strixpeer-utils.install &&
+		sed -n '/^%files utils/,/^%changelog/p' rpm/strixpeer.spec | grep -qx '%{_mandir}/man8/\*' ||
+		miss="$miss pkg:$page" ;;
+	esac
+done
+[ -z "$miss" ]
+result $? "every_man_page_installed_and_packaged" "missing:$miss"
 
 # --- bash completion ----------------------------------------------------------------
 comp() {	# comp <words...>: what completing the last word offers
