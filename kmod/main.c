@@ -2,9 +2,9 @@
 /*
  * strixpeer - RDMA-registrable unified CPU/GPU memory for AMD Strix Halo.
  *
- * This file: module parameters, the /dev/strixpeer misc device, its ioctl
- * dispatcher (extensible structs, see include/uapi/strixpeer.h) and the
- * read-only counters in sysfs.
+ * This file: the /dev/strixpeer misc device, its ioctl dispatcher
+ * (extensible structs, see include/uapi/strixpeer.h) and the read-only
+ * counters in sysfs. The limits' module parameters are params.c's.
  */
 #include <linux/device.h>
 #include <linux/dma-buf.h>
@@ -26,75 +26,6 @@
 #include <uapi/strixpeer.h>
 
 #include "strixpeer.h"
-
-unsigned long sp_max_buf_size = 64UL << 30;
-
-/* max_buf_size: at most SP_BUF_SIZE_LIMIT, or the write fails (ERANGE). */
-static int sp_set_max_buf_size(const char *val, const struct kernel_param *kp)
-{
-	unsigned long v;
-	int ret = kstrtoul(val, 0, &v);
-
-	if (ret)
-		return ret;
-	if (v > SP_BUF_SIZE_LIMIT)
-		return -ERANGE;
-	WRITE_ONCE(*(unsigned long *)kp->arg, v);
-	return 0;
-}
-
-static const struct kernel_param_ops sp_max_buf_size_ops = {
-	.set = sp_set_max_buf_size,
-	.get = param_get_ulong,
-};
-module_param_cb(max_buf_size, &sp_max_buf_size_ops, &sp_max_buf_size, 0644);
-MODULE_PARM_DESC(max_buf_size,
-		 "Largest buffer in bytes (default 64 GiB, at most 1 TiB: a buffer's mmap window)");
-
-unsigned long sp_max_pinned_bytes;
-module_param_named(max_pinned_bytes, sp_max_pinned_bytes, ulong, 0644);
-MODULE_PARM_DESC(max_pinned_bytes,
-		 "Most bytes all buffers may pin together (default 0: unlimited)");
-
-int sp_default_node = NUMA_NO_NODE;
-module_param_named(default_node, sp_default_node, int, 0644);
-MODULE_PARM_DESC(default_node,
-		 "NUMA node for buffers that name none (-1: the caller's node)");
-
-bool sp_require_huge;
-module_param_named(require_huge, sp_require_huge, bool, 0644);
-MODULE_PARM_DESC(require_huge,
-		 "Buffers that do not say otherwise need 2 MiB pages (default N)");
-
-/*
- * max_peer_pinned_per_user: GPU (dma-buf) bytes the PeerDirect mappings of
- * one uid may pin together (peer.c), CAP_IPC_LOCK or not; 0: no bound but
- * RLIMIT_MEMLOCK. A bound below one page would refuse every registration:
- * ERANGE (peerdirect=0 turns PeerDirect off).
- */
-static int sp_set_peer_pinned(const char *val, const struct kernel_param *kp)
-{
-	unsigned long v;
-	int ret = kstrtoul(val, 0, &v);
-
-	if (ret)
-		return ret;
-	if (v && v < PAGE_SIZE)
-		return -ERANGE;
-	WRITE_ONCE(*(unsigned long *)kp->arg, v);
-	return 0;
-}
-
-static const struct kernel_param_ops sp_peer_pinned_ops = {
-	.set = sp_set_peer_pinned,
-	.get = param_get_ulong,
-};
-
-unsigned long sp_max_peer_pinned_per_user;
-module_param_cb(max_peer_pinned_per_user, &sp_peer_pinned_ops,
-		&sp_max_peer_pinned_per_user, 0644);
-MODULE_PARM_DESC(max_peer_pinned_per_user,
-		 "Most GPU bytes one user's PeerDirect registrations may pin, CAP_IPC_LOCK too (default 0: only RLIMIT_MEMLOCK)");
 
 struct sp_stats sp_stats;
 

@@ -215,7 +215,54 @@ static void max_buf_size_param(void)
 	      before);
 }
 
+/* Writes @val to the parameter; the errno of the write, 0 if it took. */
+static int param_write(const char *name, const char *val, char *before, char *after)
+{
+	char path[128];
+	int err = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/module/strixpeer/parameters/%s", name);
+	f = fopen(path, "re");
+	CHECK(f && fgets(before, 64, f), "read %s", path);
+	fclose(f);
+	f = fopen(path, "we");
+	CHECK(f, "open %s", path);
+	fputs(val, f);
+	if (fclose(f) == EOF)
+		err = errno;
+	f = fopen(path, "re");
+	CHECK(f && fgets(after, 64, f), "read %s", path);
+	fclose(f);
+	return err;
+}
+
+/* sysfs takes what config-set takes: below 4096 and unknown nodes refused. */
+static void params_refuse_what_config_set_refuses(void)
+{
+	static const struct {
+		const char *name, *val;
+		int err;
+	} bad[] = {
+		{ "max_buf_size", "2048", ERANGE },
+		{ "max_buf_size", "0", ERANGE },
+		{ "default_node", "1023", EINVAL },
+		{ "default_node", "-2", EINVAL },
+	};
+	char before[64] = "", after[64] = "";
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int err = param_write(bad[i].name, bad[i].val, before, after);
+
+		CHECK(err == bad[i].err, "%s=%s: %s, expected %s", bad[i].name, bad[i].val,
+		      err ? strerror(err) : "accepted", strerror(bad[i].err));
+		CHECK(!strcmp(before, after), "%s %s after the refused write, was %s",
+		      bad[i].name, after, before);
+	}
+}
+
 static const struct tap_case cases[] = {
+	TAP_CASE(params_refuse_what_config_set_refuses),
 	TAP_CASE(unprivileged_memlock_enforced),
 	TAP_CASE(charge_released_with_last_mapping),
 	TAP_CASE(cap_ipc_lock_lifts_limit),
