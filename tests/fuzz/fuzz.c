@@ -2486,10 +2486,26 @@ static int run_phase(const char *phase, double seconds)
 	if (WIFSIGNALED(status)) {
 		int sig = WTERMSIG(status);
 
+		/*
+		 * Under injected allocation failures the kernel itself kills
+		 * with SIGSEGV when it cannot write a signal frame (or read it
+		 * back in sigreturn): force_sigsegv(), si_code SI_KERNEL, no
+		 * address. Either the handler does not run (the SIGSEGV being
+		 * delivered was the one that failed), or it runs for the
+		 * kernel's SIGSEGV once the next frame could be written. The
+		 * same ops run without injection in the other phases, where
+		 * such a kill is reported.
+		 */
 		if (faults && sig == SIGSEGV && !sh->unguarded) {
 			printf("fuzz: %s: worker killed by SIGSEGV without its handler running: the kernel "
 			       "could not deliver a signal (force_sigsegv) under an injected failure; not a report\n",
 			       phase);
+			injected_kills++;
+		} else if (faults && sig == SIGSEGV && sh->fault_code == SI_KERNEL &&
+			   !sh->fault_addr) {
+			printf("fuzz: %s: worker killed by the kernel's SIGSEGV (si_code SI_KERNEL, no "
+			       "address): a signal frame it could not write under an injected failure "
+			       "(force_sigsegv); not a report\n", phase);
 			injected_kills++;
 		} else {
 			if (sh->unguarded)
