@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 struct tap_case {
@@ -177,8 +178,12 @@ static __attribute__((unused)) int tap_run(const struct tap_case *cases, size_t 
 		char reason[256] = "";
 		int pfd[2], status = 0;
 		unsigned int waited = 0;
+		struct timespec t0, t1;
+		double took;
 		pid_t pid, w;
 		ssize_t len;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 
 		if (pipe(pfd) < 0) {
 			perror("pipe");
@@ -221,6 +226,11 @@ static __attribute__((unused)) int tap_run(const struct tap_case *cases, size_t 
 		len = read(pfd[0], reason, sizeof(reason) - 1);
 		reason[len > 0 ? len : 0] = '\0';
 		close(pfd[0]);
+		/* where a run's time goes: cases that took a while say so */
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		took = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+		if (took >= 2)
+			printf("# %s took %.1f s\n", cases[i].name, took);
 
 		if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 			printf("ok %zu %s\n", i + 1, cases[i].name);
