@@ -51,15 +51,7 @@ static void print_holders(const struct sp_buf_entry *e, const struct sp_holders 
 		if (x->kind == SP_HOLD_MAP)
 			mapped++;
 		if (cli_json) {
-			pr_obj_open(NULL);
-			pr_u64("pid", NULL, (uint64_t)x->pid);
-			pr_str("comm", NULL, x->comm);
-			pr_str("kind", NULL, sp_hold_kind_name(x->kind));
-			if (x->fd >= 0)
-				pr_u64("fd", NULL, (uint64_t)x->fd);
-			if (x->kind == SP_HOLD_DMABUF_FD || x->kind == SP_HOLD_DMABUF_MAP)
-				pr_u64("dmabuf_ino", NULL, x->ino);
-			pr_obj_close();
+			pr_hold(x);
 		} else if (x->fd >= 0) {
 			HOLD_APPEND("%s%d(%s) %s %d", len ? ", " : "", x->pid,
 				    x->comm, sp_hold_kind_name(x->kind), x->fd);

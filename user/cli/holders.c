@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "holders.h"
+#include "print.h"
 
 #define SP_COOKIE_SHIFT	40	/* kmod/strixpeer.h: mmap offset = handle << 40 */
 
@@ -258,4 +259,18 @@ const char *sp_hold_kind_name(enum sp_hold_kind k)
 		return "dmabuf-mapping";
 	}
 	return "?";
+}
+
+/* One holder as a JSON object, as buf show and status print it. */
+void pr_hold(const struct sp_hold *x)
+{
+	pr_obj_open(NULL);
+	pr_u64("pid", NULL, (uint64_t)x->pid);
+	pr_str("comm", NULL, x->comm);
+	pr_str("kind", NULL, sp_hold_kind_name(x->kind));
+	if (x->fd >= 0)
+		pr_u64("fd", NULL, (uint64_t)x->fd);
+	if (x->kind == SP_HOLD_DMABUF_FD || x->kind == SP_HOLD_DMABUF_MAP)
+		pr_u64("dmabuf_ino", NULL, x->ino);
+	pr_obj_close();
 }

@@ -41,5 +41,6 @@ void sp_holders_free(struct sp_holders *h);
 bool sp_hold_matches(const struct sp_hold *x, const struct sp_buf_entry *e);
 bool sp_dmabuf_held(const struct sp_holders *h, uint64_t ino);
 const char *sp_hold_kind_name(enum sp_hold_kind k);
+void pr_hold(const struct sp_hold *x);
 
 #endif

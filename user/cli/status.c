@@ -153,13 +153,7 @@ static void print_in_use(struct sp_ctl *ctl, const struct sp_counters *c,
 		if (!((x->kind == SP_HOLD_FD && !x->buf_id) || x->kind == SP_HOLD_MAP))
 			continue;
 		if (cli_json) {
-			pr_obj_open(NULL);
-			pr_u64("pid", NULL, (uint64_t)x->pid);
-			pr_str("comm", NULL, x->comm);
-			pr_str("kind", NULL, sp_hold_kind_name(x->kind));
-			if (x->fd >= 0)
-				pr_u64("fd", NULL, (uint64_t)x->fd);
-			pr_obj_close();
+			pr_hold(x);	/* fds and mappings of the device: no ino */
 		} else {
 			if (x->fd >= 0)
 				snprintf(line, sizeof(line), "pid %d (%s) fd %d",
