@@ -1,5 +1,5 @@
 #!/bin/bash
-# Node provisioning tests. Three modes:
+# Node provisioning tests. Five modes:
 #
 #   guest-provision.sh node-install <deb dir> <kver2> [sid dkms .deb]
 #       Natively, in the throwaway node of tests/vm/node-root.sh, which
@@ -19,6 +19,13 @@
 #       disk restored, the module loads as at boot (modules-load.d), it is
 #       DKMS's build for this kernel, udev gives /dev/strixpeer root:rdma
 #       0660, a user in group rdma allocates, one outside gets EACCES.
+#   guest-provision.sh ofed-install <deb dir> <core dir>
+#       Natively, in a node of its own: OFED's peer-memory core installed
+#       as DOCA-OFED's DKMS package leaves it, then the four packages: DKMS
+#       links strixpeer against OFED's core (mode_ofed_install says how).
+#   guest-provision.sh boot-ofed <state dir>
+#       In the VM, booted into the kernel the core was built for: the
+#       module loads at boot on OFED's core, PeerDirect is active.
 #
 # Prints TAP to $SP_OUT/provision-<mode>[-<kver>].tap; exit 0 when all pass.
 set -u
@@ -30,7 +37,7 @@ out=${SP_OUT:?SP_OUT not set}
 kver=$(uname -r)
 version=$(cat VERSION)
 name=$mode
-[ "$mode" = boot ] && name=boot-$kver
+case $mode in boot | boot-ofed) name=$mode-$kver ;; esac
 log=$out/provision-$name.log
 : > "$log"
 tap=()
@@ -284,12 +291,79 @@ mode_boot() {
 	finish
 }
 
+# An OFED node (DOCA-OFED's mlnx-ofed-kernel-dkms as it leaves a node): the
+# peer-memory core's RDMA modules in updates/dkms/, where modprobe prefers
+# them to the kernel's own, and its Module.symvers in
+# /usr/src/ofa_kernel/<arch>/<kver>/ with default/ pointing there. The
+# modules are ../shared/peermem's prebuilt ones for this kernel (OFED 25.10's
+# core on Debian 6.12's RDMA stack), copied in by provision.sh.
+mode_ofed_install() {
+	local debdir=$1 fix=$2 debs deps
+	debs=("$debdir"/libstrixpeer1_*.deb "$debdir"/libstrixpeer-dev_*.deb \
+		"$debdir"/strixpeer-utils_*.deb "$debdir"/strixpeer-dkms_*.deb)
+	check ofed_core_installed bash -c "
+		mkdir -p /lib/modules/$kver/updates/dkms /usr/src/ofa_kernel/x86_64/$kver &&
+		cp '$fix'/*.ko /lib/modules/$kver/updates/dkms/ &&
+		cp '$fix/Module.symvers' /usr/src/ofa_kernel/x86_64/$kver/ &&
+		ln -sfn x86_64/$kver /usr/src/ofa_kernel/default && depmod -a $kver"
+	check ofed_core_is_what_modprobe_loads bash -c \
+		"modinfo -k $kver -n ib_uverbs | grep -q '^/lib/modules/$kver/updates/dkms/ib_uverbs.ko'"
+	check debs_install_on_ofed_node dpkg -i "${debs[@]}"
+	check dkms_built_for_running_kernel_on_ofed_node \
+		bash -c "dkms status strixpeer/$version -k $kver | grep -w installed"
+	check modprobe_finds_dkms_build_on_ofed_node modprobe_uses_dkms_build
+	# what the build decided, where install.md tells the admin to look
+	check dkms_make_log_says_peerdirect_from_ofed grep -qxF \
+		"strixpeer: PeerDirect yes: ib_register_peer_memory_client from /usr/src/ofa_kernel/x86_64/$kver/Module.symvers" \
+		"/var/lib/dkms/strixpeer/$version/$kver/x86_64/log/make.log"
+	# linked against OFED's core: the peer API comes from its ib_uverbs
+	deps=$(modinfo -k "$kver" -F depends strixpeer 2>&1)
+	echo "strixpeer depends: $deps" >> "$log"
+	[[ ",$deps," == *,ib_uverbs,* ]]
+	case_ $? "dkms_build_links_against_ofed_ib_uverbs"
+	modprobe --show-depends -S "$kver" strixpeer > "$out/ofed-show-depends.txt" 2>&1
+	cat "$out/ofed-show-depends.txt" >> "$log"
+	grep -q "^insmod /lib/modules/$kver/updates/dkms/ib_uverbs.ko" "$out/ofed-show-depends.txt" &&
+		grep -q "^insmod /lib/modules/$kver/updates/dkms/ib_core.ko" "$out/ofed-show-depends.txt"
+	case_ $? "modprobe_strixpeer_pulls_ofed_core"
+	finish
+}
+
+# The OFED node booted: the module loads as at boot with OFED's core under
+# it, and PeerDirect is active (a client registered with the real core).
+mode_boot_ofed() {
+	local state=$1
+	check state_restored bash -c "tar -xpf '$state/state-root.tar' -C / &&
+		tar -xpf '$state/state-modules-$kver.tar' -C /lib/modules/$kver"
+	start_udevd || echo "systemd-udevd did not start" >> "$log"
+	check boot_modules_load_d_loads_module bash -c \
+		'/lib/systemd/systemd-modules-load && grep -q "^strixpeer " /proc/modules'
+	check loaded_module_is_dkms_build_for_this_kernel modprobe_uses_dkms_build
+	# the running ib_uverbs is OFED's: it exports the peer-memory API
+	check running_ib_uverbs_is_ofeds grep -qw ib_register_peer_memory_client /proc/kallsyms
+	dmesg > "$out/dmesg-ofed.txt" 2>&1
+	check dmesg_says_client_registered grep -q "strixpeer: PeerDirect client 'strixpeer' registered" \
+		"$out/dmesg-ofed.txt"
+	strixpeerctl -j status > "$out/status-ofed.json" 2>&1
+	cat "$out/status-ofed.json" >> "$log"
+	check status_says_peerdirect_available python3 -c 'import json, sys
+p = json.load(open(sys.argv[1]))["peerdirect"]
+assert p["available"] is True and p["client"] == "strixpeer", p' "$out/status-ofed.json"
+	check modprobe_r_and_modprobe bash -c 'modprobe -r strixpeer && modprobe strixpeer &&
+		grep -q "^strixpeer " /proc/modules'
+	finish
+}
+
 case $mode in
+ofed-install) [ $# -eq 2 ] || { echo "usage: $0 ofed-install <deb dir> <core dir>" >&2; exit 2; }
+	mode_ofed_install "$@" ;;
+boot-ofed) [ $# -eq 1 ] || { echo "usage: $0 boot-ofed <state dir>" >&2; exit 2; }
+	mode_boot_ofed "$@" ;;
 node-install) [ $# -ge 2 ] || { echo "usage: $0 node-install <deb dir> <kver2> [sid dkms .deb]" >&2; exit 2; }
 	mode_node_install "$@" ;;
 node-remove) [ $# -eq 1 ] || { echo "usage: $0 node-remove <kver2>" >&2; exit 2; }
 	mode_node_remove "$@" ;;
 boot) [ $# -eq 1 ] || { echo "usage: $0 boot <state dir>" >&2; exit 2; }
 	mode_boot "$@" ;;
-*) echo "usage: $0 node-install ... | node-remove ... | boot ..." >&2; exit 2 ;;
+*) echo "usage: $0 node-install ... | node-remove ... | boot ... | ofed-install ... | boot-ofed ..." >&2; exit 2 ;;
 esac

@@ -5,6 +5,7 @@
 # so dpkg, dkms, useradd and depmod change nothing on the host.
 #
 #   node-root.sh <outdir> <deb dir> <kver1> <root1> <kver2> <root2> [sid dkms .deb]
+#   SP_NODE_OFED=<core dir> node-root.sh ...   (an OFED node, see below)
 #
 # The node "runs" kver1 (a 'uname' in front of PATH says so: DKMS builds for
 # the running kernel) and has kver1's modules tree and headers; kver2's
@@ -81,7 +82,13 @@ node() {	# node <mode> <args...>: guest-provision.sh inside the node
 		node "$repo" "$@"
 }
 
-node node-install "$debdir" "$k2" "$dkms_deb"
+# SP_NODE_OFED=<core dir>: an OFED node instead (guest-provision.sh
+# ofed-install); its disk is saved, nothing is removed.
+if [ -n "${SP_NODE_OFED:-}" ]; then
+	node ofed-install "$debdir" "$SP_NODE_OFED"
+else
+	node node-install "$debdir" "$k2" "$dkms_deb"
+fi
 rc=$?
 
 # The node's disk as a reboot finds it: what changed in the root and in each
@@ -94,5 +101,6 @@ for k in "$k1" "$k2"; do
 		tar --null --no-recursion -T - -cf "$out/state-modules-$k.tar")
 done
 
+[ -n "${SP_NODE_OFED:-}" ] && exit $rc
 node node-remove "$k2"
 [ $? -eq 0 ] && [ $rc -eq 0 ]

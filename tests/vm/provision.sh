@@ -11,7 +11,9 @@
 # 3. VM on 6.12, then VM on 6.1 (the reboot after the kernel update), each
 #    restoring the saved disk: the module loads at boot, it is DKMS's build
 #    for that kernel, udev permissions, users in and outside group rdma
-#    (tests/vm/guest-provision.sh boot).
+#    (tests/vm/guest-provision.sh boot);
+# 4. an OFED node: the real peer-memory core installed as DOCA-OFED leaves
+#    it, the packages, DKMS against OFED, a VM boot with PeerDirect active.
 #
 # Writes TAP files into <outdir>: host.tap (steps, VM runs, kernel logs) and
 # guest-provision.sh's. Exit 0 when everything passed.
@@ -111,5 +113,28 @@ if [ -f "$out/node/state-root.tar" ]; then
 	vm boot-6.1-after-kernel-update "$k2" "$out/vm-boot-$k2" boot "$out/node"
 else
 	case_ 1 "node_state_saved"
+fi
+
+# 4. An OFED node on 6.12: the real peer-memory core (../shared/peermem's
+#    prebuilt modules for this kernel: OFED 25.10's core on Debian's RDMA
+#    stack) installed as DOCA-OFED installs its own, then the packages;
+#    DKMS links strixpeer against it and the VM boots it with PeerDirect.
+peermem=${SP_PEERMEM_DIR:-$repo/../shared/peermem}
+core=$peermem/peermem-$k1.tar.zst
+if [ -f "$core" ]; then
+	rm -rf "$out/ofed-core"
+	mkdir -p "$out/ofed-core"
+	tar --zstd -xf "$core" -C "$out/ofed-core" --strip-components=1
+	t0=$(date +%s)
+	SP_NODE_OFED=$out/ofed-core tests/vm/node-root.sh "$out/node-ofed" "$PWD/build/deb" \
+		"$k1" "$r1" "$k2" "$r2" > "$out/node-ofed.log" 2>&1
+	echo "provision: the OFED node took $(( $(date +%s) - t0 )) s" | tee -a "$out/timing.txt"
+	cp "$out/node-ofed"/provision-*.tap "$out/" 2> /dev/null
+	[ -f "$out/node-ofed/provision-ofed-install.tap" ] && [ -f "$out/node-ofed/state-root.tar" ]
+	case_ $? "ofed_node_packages_and_dkms_ran"	# see node-ofed.log
+	[ -f "$out/node-ofed/state-root.tar" ] &&
+		vm boot-ofed-6.12 "$k1" "$out/vm-boot-ofed-$k1" boot-ofed "$out/node-ofed"
+else
+	case_ 0 "ofed_node" "# SKIP no prebuilt peer-memory core for $k1 ($core)"
 fi
 finish
