@@ -264,14 +264,21 @@ mode_node_remove() {
 	finish
 }
 
-mode_boot() {
-	local state=$1 st
+# The node's saved disk restored, booted as its modules-load.d says: the
+# module loaded is DKMS's build for this kernel.
+boot_saved_node() {	# boot_saved_node <state dir>
+	local state=$1
 	check state_restored bash -c "tar -xpf '$state/state-root.tar' -C / &&
 		tar -xpf '$state/state-modules-$kver.tar' -C /lib/modules/$kver"
 	start_udevd || echo "systemd-udevd did not start" >> "$log"
 	check boot_modules_load_d_loads_module bash -c \
 		'/lib/systemd/systemd-modules-load && grep -q "^strixpeer " /proc/modules'
 	check loaded_module_is_dkms_build_for_this_kernel modprobe_uses_dkms_build
+}
+
+mode_boot() {
+	local st
+	boot_saved_node "$1"
 	check loaded_module_version bash -c "[ \"\$(cat /sys/module/strixpeer/version)\" = $version ]"
 	st=$(dev_perms)
 	echo "/dev/strixpeer: $st" >> "$log"
@@ -332,13 +339,7 @@ mode_ofed_install() {
 # The OFED node booted: the module loads as at boot with OFED's core under
 # it, and PeerDirect is active (a client registered with the real core).
 mode_boot_ofed() {
-	local state=$1
-	check state_restored bash -c "tar -xpf '$state/state-root.tar' -C / &&
-		tar -xpf '$state/state-modules-$kver.tar' -C /lib/modules/$kver"
-	start_udevd || echo "systemd-udevd did not start" >> "$log"
-	check boot_modules_load_d_loads_module bash -c \
-		'/lib/systemd/systemd-modules-load && grep -q "^strixpeer " /proc/modules'
-	check loaded_module_is_dkms_build_for_this_kernel modprobe_uses_dkms_build
+	boot_saved_node "$1"
 	# the running ib_uverbs is OFED's: it exports the peer-memory API
 	check running_ib_uverbs_is_ofeds grep -qw ib_register_peer_memory_client /proc/kallsyms
 	dmesg > "$out/dmesg-ofed.txt" 2>&1
