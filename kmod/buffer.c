@@ -394,6 +394,22 @@ void sp_buf_event(const struct sp_buf *buf, u8 cmd)
 	sp_event_buf(&eb, cmd);
 }
 
+/*
+ * At module exit every buffer is gone: each holds the module through its
+ * files, mappings or dma-bufs. The tree may still hold empty nodes, as
+ * sp_import_ids may (sp_import_exit()): an xa_alloc_cyclic() whose node
+ * allocation failed part-way leaves the nodes it had inserted, and only
+ * xa_destroy() frees them (kmemleak reported four after the fuzzer's
+ * fault-injection phases, allocated by sp_buf_create()'s ioctl).
+ */
+void sp_buf_exit(void)
+{
+	unsigned long id = 0;
+
+	WARN_ON(xa_find(&sp_all_bufs, &id, ULONG_MAX, XA_PRESENT));
+	xa_destroy(&sp_all_bufs);
+}
+
 static void sp_buf_release(struct kref *ref)
 {
 	struct sp_buf *buf = container_of(ref, struct sp_buf, ref);

@@ -644,6 +644,7 @@ static void __exit sp_exit(void)
 	sp_peer_exit();
 	sp_nl_exit();
 	sp_import_exit();
+	sp_buf_exit();
 }
 
 module_init(sp_init);

@@ -238,6 +238,7 @@ void sp_buf_event(const struct sp_buf *buf, u8 cmd);
 void sp_buf_put(struct sp_buf *buf);
 int sp_buf_mmap(struct sp_buf *buf, struct vm_area_struct *vma,
 		unsigned long pgoff);
+void sp_buf_exit(void);
 
 /* dma-buf export of buffers (export.c). */
 struct dma_buf *sp_export_create(struct sp_buf *buf, u32 flags);
