@@ -400,7 +400,8 @@ void sp_buf_event(const struct sp_buf *buf, u8 cmd)
  * sp_import_ids may (sp_import_exit()): an xa_alloc_cyclic() whose node
  * allocation failed part-way leaves the nodes it had inserted, and only
  * xa_destroy() frees them (kmemleak reported four after the fuzzer's
- * fault-injection phases, allocated by sp_buf_create()'s ioctl).
+ * fault-injection phases, allocated by xa_alloc_cyclic() in an ioctl;
+ * this is the one such tree that was not destroyed).
  */
 void sp_buf_exit(void)
 {

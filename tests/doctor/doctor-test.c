@@ -1032,6 +1032,8 @@ static void cli_json_valid_for_every_fixture(void)
 		CHECK(sh("test ! -s %s/%s.err", fx, trees[i]) == 0, "%s wrote to stderr", trees[i]);
 		snprintf(args + l, sizeof(args) - l, " %s.json:%d", trees[i], rc);
 	}
+	CHECK(strlen(args) < sizeof(args) - 1, "the report list does not fit in %zu bytes",
+	      sizeof(args));
 	/* one python for every report: its start-up was most of the time */
 	CHECK(sh("cd %s && python3 .validate-%d.py%s", fx, getpid(), args) == 0,
 	      "a report is invalid or inconsistent (the assertion names its file)");
