@@ -74,7 +74,8 @@ LIB_OBJ := $(patsubst user/lib/%.c,$(B)/lib/%.o,$(LIB_SRC))
 # The static library: the same sources without symbol versions, linked into
 # one object whose only global symbols are the API's (the version script's).
 STATIC_OBJ := $(patsubst user/lib/%.c,$(B)/static/%.o,$(LIB_SRC))
-LIB_HDR := include/strixpeer.h include/uapi/strixpeer.h user/lib/internal.h
+PUB_HDR := include/strixpeer.h include/strixpeer/ctl.h include/strixpeer/reg.h
+LIB_HDR := $(PUB_HDR) include/uapi/strixpeer.h user/lib/internal.h
 # strixpeerctl bench's measuring (user/bench/): a static archive of its
 # own, linked into strixpeerctl only; it uses libstrixpeer's public API,
 # librdmacm for the RDMA figures and libm for the statistics.
@@ -151,7 +152,7 @@ $(B)/libstrixpeer.a: $(STATIC_OBJ) $(B)/api.syms
 	rm -f $@
 	ar rcs $@ $(B)/static/strixpeer.o
 
-$(B)/spbench/%.o: user/bench/%.c $(BENCH_HDR) include/strixpeer.h | $(B)/spbench
+$(B)/spbench/%.o: user/bench/%.c $(BENCH_HDR) $(PUB_HDR) | $(B)/spbench
 	$(CC) $(CFLAGS) $(SP_CFLAGS) -c -o $@ $<
 
 $(BENCH_A): $(BENCH_OBJ)
@@ -293,7 +294,8 @@ INSTALLED = $(LIBDIR)/$(SONAME).0.0 $(LIBDIR)/$(SONAME) $(LIBDIR)/libstrixpeer.s
 	$(LIBDIR)/libstrixpeer.a $(LIBDIR)/pkgconfig/strixpeer.pc \
 	$(LIBDIR)/strixpeer/libstrixpeer-preload.so \
 	$(CMAKEDIR)/strixpeerConfig.cmake $(CMAKEDIR)/strixpeerConfigVersion.cmake \
-	$(INCLUDEDIR)/strixpeer.h $(BINDIR)/strixpeerctl \
+	$(INCLUDEDIR)/strixpeer.h $(INCLUDEDIR)/strixpeer/ctl.h $(INCLUDEDIR)/strixpeer/reg.h \
+	$(BINDIR)/strixpeerctl \
 	$(addprefix $(MANDIR)/man3/,$(MAN3)) $(addprefix $(MANDIR)/man4/,$(MAN4)) \
 	$(addprefix $(MANDIR)/man8/,$(MAN8)) \
 	$(foreach a,$(MAN_ALIASES),$(MANDIR)/man3/$(firstword $(subst :, ,$(a))).3) \
@@ -319,6 +321,8 @@ install-lib: lib
 	install -m 0644 $(B)/strixpeerConfig.cmake $(B)/strixpeerConfigVersion.cmake \
 		$(DESTDIR)$(CMAKEDIR)/
 	install -m 0644 include/strixpeer.h $(DESTDIR)$(INCLUDEDIR)/
+	install -d $(DESTDIR)$(INCLUDEDIR)/strixpeer
+	install -m 0644 include/strixpeer/ctl.h include/strixpeer/reg.h $(DESTDIR)$(INCLUDEDIR)/strixpeer/
 	install -m 0755 $(B)/install/strixpeerctl $(DESTDIR)$(BINDIR)/
 	install -m 0644 $(addprefix docs/man/,$(MAN3)) $(DESTDIR)$(MANDIR)/man3/
 	install -m 0644 $(addprefix docs/man/,$(MAN4)) $(DESTDIR)$(MANDIR)/man4/
@@ -335,7 +339,7 @@ install-lib: lib
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
-	-rmdir $(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(LIBDIR)/strixpeer 2>/dev/null
+	-rmdir $(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(LIBDIR)/strixpeer $(DESTDIR)$(INCLUDEDIR)/strixpeer 2>/dev/null
 	$(LDCONFIG)
 
 # DKMS from a checkout: the same sources and dkms.conf the strixpeer-dkms

@@ -28,7 +28,8 @@ runpath() { readelf -d "$1" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p'; }
 # The files install puts under PREFIX=/usr/local, LIBDIR=/usr/local/lib.
 expected() {
 	local f
-	printf '%s\n' bin/strixpeerctl include/strixpeer.h lib/libstrixpeer.so.1.0.0 \
+	printf '%s\n' bin/strixpeerctl include/strixpeer.h \
+		include/strixpeer/ctl.h include/strixpeer/reg.h lib/libstrixpeer.so.1.0.0 \
 		lib/libstrixpeer.so.1 lib/libstrixpeer.so lib/libstrixpeer.a \
 		lib/strixpeer/libstrixpeer-preload.so \
 		lib/pkgconfig/strixpeer.pc lib/cmake/strixpeer/strixpeerConfig.cmake \
