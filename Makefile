@@ -80,7 +80,7 @@ LIB_HDR := $(PUB_HDR) include/uapi/strixpeer.h user/lib/internal.h
 # own, linked into strixpeerctl only; it uses libstrixpeer's public API,
 # librdmacm for the RDMA figures and libm for the statistics.
 BENCH_SRC := user/bench/bench.c user/bench/mem.c user/bench/bench_rdma.c user/bench/bench_conn.c \
-	user/bench/report.c
+	user/bench/report.c user/bench/util.c
 BENCH_OBJ := $(patsubst user/bench/%.c,$(B)/spbench/%.o,$(BENCH_SRC))
 BENCH_HDR := user/bench/bench.h user/bench/bench_int.h user/bench/bench_conn.h
 BENCH_A := $(B)/spbench/libspbench.a

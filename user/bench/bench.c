@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * strixpeerctl's benchmark: the CPU-side figures (allocation,
- * registration, memcpy) and what a kind's mapping looks like to an HCA.
- * The memory kinds are mem.c's table, the RDMA figures bench_rdma.c's,
- * the report (JSON, text, gnuplot SVG) report.c's.
+ * strixpeerctl's benchmark, its driver: the options, a run (sp_bench_run(),
+ * sp_bench_free()), the CPU-side figures (allocation, registration,
+ * memcpy) and what a kind's mapping looks like to an HCA. The memory kinds
+ * are mem.c's table, the RDMA figures bench_rdma.c's (which runs the
+ * CPU-side figures it is handed), the report (JSON, text, gnuplot SVG)
+ * report.c's, the failure message, clock and result series util.c's.
  *
  * Every figure is measured for every kind inside one repetition, the
  * kinds' order rotated from one repetition to the next, so that drift
@@ -14,15 +16,12 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
-#include <sched.h>
 #include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
@@ -32,47 +31,6 @@
 #define MiB		((uint64_t)1024 * 1024)
 #define HUGE_SZ		(2 * MiB)
 #define COPY_CHUNK	(64 * MiB)
-
-static __thread char sp_bench_msg[512];
-
-int sp_bench_fail(int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(sp_bench_msg, sizeof(sp_bench_msg), fmt, ap);
-	va_end(ap);
-	return -err;
-}
-
-int sp_bench_lib(int ret)
-{
-	if (ret < 0)
-		sp_bench_fail(-ret, "%s", sp_errmsg());
-	return ret;
-}
-
-const char *sp_bench_errmsg(void)
-{
-	return sp_bench_msg;
-}
-
-double sp_bench_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-void sp_bench_pin_cpu(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
-}
 
 void sp_bench_opts_init(struct sp_bench_opts *o)
 {
@@ -88,19 +46,6 @@ void sp_bench_opts_init(struct sp_bench_opts *o)
 	o->lat_iters = 1000;
 	o->depth = 128;
 	o->port = "18515";
-}
-
-void sp_bench_progress(const struct sp_bench *b, const char *fmt, ...)
-{
-	char msg[256];
-	va_list ap;
-
-	if (!b->o.progress)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	b->o.progress(msg, b->o.progress_arg);
 }
 
 /* --- what a mapping looks like ------------------------------------------ */
@@ -162,42 +107,6 @@ static void sp_map_info(const struct sp_bench_mem *m, struct sp_bench_map_info *
 	sp_phys_layout(m->addr, m->size, mi);
 	mi->valid = true;
 }
-
-/* --- results ------------------------------------------------------------- */
-
-struct sp_bench_series *sp_bench_series_get(struct sp_bench *b, const char *figure,
-					    uint64_t msg_size, const char *unit,
-					    bool higher_better)
-{
-	struct sp_bench_series *s;
-
-	for (size_t i = 0; i < b->nr_series; i++)
-		if (!strcmp(b->series[i].figure, figure) && b->series[i].msg_size == msg_size)
-			return &b->series[i];
-	if (b->nr_series == b->cap_series) {
-		size_t cap = b->cap_series ? 2 * b->cap_series : 64;
-		struct sp_bench_series *n = realloc(b->series, cap * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		b->series = n;
-		b->cap_series = cap;
-	}
-	s = &b->series[b->nr_series++];
-	memset(s, 0, sizeof(*s));
-	sp_bench_copy(s->figure, sizeof(s->figure), figure);
-	s->msg_size = msg_size;
-	s->unit = unit;
-	s->higher_better = higher_better;
-	return s;
-}
-
-void sp_bench_add(struct sp_bench_series *s, enum sp_bench_kind kind, double v)
-{
-	if (s && s->n[kind] < SP_BENCH_MAX_REPEAT)
-		s->v[kind][s->n[kind]++] = v;
-}
-
 
 /* --- CPU-side figures ----------------------------------------------------- */
 
@@ -343,6 +252,37 @@ static int sp_check_opts(const struct sp_bench_opts *o)
 	return 0;
 }
 
+/*
+ * The CPU-side figures, for sp_bench_rdma_run() to run once it knows the
+ * client's PD, or that there is none (then the first verbs device's).
+ */
+static int sp_bench_host_part(struct sp_bench *b, struct sp_dev *dev, struct ibv_pd *pd,
+			      const char *pd_reason)
+{
+	struct ibv_context *ctx = NULL;
+	struct ibv_pd *own = NULL;
+	char why[200] = "";
+	int ret;
+
+	if (!(b->o.ops & SP_BENCH_OP_HOST))
+		return 0;
+	if (!pd) {
+		ctx = sp_first_device(why, sizeof(why));
+		own = ctx ? ibv_alloc_pd(ctx) : NULL;
+		pd = own;
+		if (ctx && !own)
+			snprintf(why, sizeof(why), "ibv_alloc_pd: %s", strerror(errno));
+		if (!why[0] && pd_reason)
+			sp_bench_copy(why, sizeof(why), pd_reason);
+	}
+	ret = sp_host_figures(b, dev, pd, why);
+	if (own)
+		ibv_dealloc_pd(own);
+	if (ctx)
+		ibv_close_device(ctx);
+	return ret;
+}
+
 int sp_bench_run(const struct sp_bench_opts *o, struct sp_bench **bp)
 {
 	struct sp_bench *b;
@@ -377,7 +317,7 @@ int sp_bench_run(const struct sp_bench_opts *o, struct sp_bench **bp)
 		}
 	}
 
-	ret = sp_bench_rdma_run(b, dev);
+	ret = sp_bench_rdma_run(b, dev, sp_bench_host_part);
 	if (dev)
 		sp_dev_close(dev);
 	if (ret) {
@@ -386,33 +326,6 @@ int sp_bench_run(const struct sp_bench_opts *o, struct sp_bench **bp)
 	}
 	*bp = b;
 	return 0;
-}
-
-int sp_bench_host_part(struct sp_bench *b, struct sp_dev *dev, struct ibv_pd *pd,
-		       const char *pd_reason)
-{
-	struct ibv_context *ctx = NULL;
-	struct ibv_pd *own = NULL;
-	char why[200] = "";
-	int ret;
-
-	if (!(b->o.ops & SP_BENCH_OP_HOST))
-		return 0;
-	if (!pd) {
-		ctx = sp_first_device(why, sizeof(why));
-		own = ctx ? ibv_alloc_pd(ctx) : NULL;
-		pd = own;
-		if (ctx && !own)
-			snprintf(why, sizeof(why), "ibv_alloc_pd: %s", strerror(errno));
-		if (!why[0] && pd_reason)
-			sp_bench_copy(why, sizeof(why), pd_reason);
-	}
-	ret = sp_host_figures(b, dev, pd, why);
-	if (own)
-		ibv_dealloc_pd(own);
-	if (ctx)
-		ibv_close_device(ctx);
-	return ret;
 }
 
 void sp_bench_free(struct sp_bench *b)

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The benchmark's internals, shared by bench.c (CPU-side figures and
- * results), report.c (their output), mem.c (the memory kinds' table),
- * bench_rdma.c (the RDMA figures, client and server) and bench_conn.c (its
- * connection over librdmacm).
+ * The benchmark's internals, shared by bench.c (the run and the CPU-side
+ * figures), report.c (their output), mem.c (the memory kinds' table),
+ * bench_rdma.c (the RDMA figures, client and server), bench_conn.c (its
+ * connection over librdmacm) and util.c (what they all use: the failure
+ * message, the clock, CPU pinning, progress, the result series).
  */
 #ifndef SP_BENCH_INT_H
 #define SP_BENCH_INT_H
@@ -102,15 +103,8 @@ struct sp_bench_mem_ops {
 	uint64_t (*huge_bytes)(const struct sp_bench_mem *m);
 };
 
+/* mem.c */
 extern const struct sp_bench_mem_ops sp_bench_mem_ops[SP_BENCH_NR_KINDS];
-
-/* Records a message for sp_bench_errmsg() and returns -err. */
-int sp_bench_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/*
- * A libstrixpeer call returned @ret: when it failed, its sp_errmsg()
- * becomes the bench's message. Returns @ret.
- */
-int sp_bench_lib(int ret);
 
 const char *sp_bench_kind_name(enum sp_bench_kind kind);
 int sp_bench_mem_alloc(struct sp_dev *dev, enum sp_bench_kind kind, size_t size,
@@ -124,6 +118,15 @@ uint32_t sp_bench_mem_rkey(const struct sp_bench_mem *m);
 void sp_bench_mem_free(struct sp_bench_mem *m);
 /* Bytes of @m mapped with 2 MiB entries, at most @m->size. */
 uint64_t sp_bench_mem_huge_bytes(const struct sp_bench_mem *m);
+
+/* util.c; sp_bench_errmsg() is bench.h's. */
+/* Records a message for sp_bench_errmsg() and returns -err. */
+int sp_bench_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * A libstrixpeer call returned @ret: when it failed, its sp_errmsg()
+ * becomes the bench's message. Returns @ret.
+ */
+int sp_bench_lib(int ret);
 double sp_bench_now(void);
 struct sp_bench_series *sp_bench_series_get(struct sp_bench *b, const char *figure,
 					    uint64_t msg_size, const char *unit,
@@ -134,14 +137,16 @@ void sp_bench_progress(const struct sp_bench *b, const char *fmt, ...)
 void sp_bench_pin_cpu(int cpu);
 
 /*
- * The CPU-side figures; sp_bench_rdma_run() calls it once it knows the
- * client's PD, or that there is none (then the first verbs device is used).
+ * The CPU-side figures (bench.c's), which sp_bench_rdma_run() runs once it
+ * knows the client's PD, or that there is none (@pd NULL: then the first
+ * verbs device's is used; @pd_reason, if not NULL, says why the client has
+ * none). Passed in, so that bench_rdma.c does not call back into bench.c.
  */
-int sp_bench_host_part(struct sp_bench *b, struct sp_dev *dev, struct ibv_pd *pd,
-		       const char *pd_reason);
+typedef int sp_bench_host_fn(struct sp_bench *b, struct sp_dev *dev, struct ibv_pd *pd,
+			     const char *pd_reason);
 
 /* bench_rdma.c */
-int sp_bench_rdma_run(struct sp_bench *b, struct sp_dev *dev);
+int sp_bench_rdma_run(struct sp_bench *b, struct sp_dev *dev, sp_bench_host_fn *host_part);
 int sp_bench_rdma_serve(const struct sp_bench_opts *o, struct sp_dev *dev, int ready_fd);
 
 #endif

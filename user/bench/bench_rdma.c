@@ -9,7 +9,8 @@
  * the requests (allocate memory of a kind, take part in a latency test).
  * On one node ("local" mode) the server is a forked child serving on the
  * second RDMA device, the client uses the first; across nodes the server
- * is sp_bench_serve() on the other node.
+ * is sp_bench_serve() on the other node. sp_bench_rdma_run() also runs
+ * the CPU-side figures, which bench.c hands it, once it knows the PD.
  *
  * Definitions (perftest's): bandwidth = bytes / time from the first post
  * to the last completion, in MiB/s (2^20), after an untimed warm-up of a
@@ -599,7 +600,7 @@ static pid_t sp_fork_server(struct sp_bench *b)
 	return pid;
 }
 
-int sp_bench_rdma_run(struct sp_bench *b, struct sp_dev *dev)
+int sp_bench_rdma_run(struct sp_bench *b, struct sp_dev *dev, sp_bench_host_fn *host_part)
 {
 	const struct sp_bench_opts *o = &b->o;
 	struct sp_conn c = { .sock = -1, .child = -1 };
@@ -608,7 +609,7 @@ int sp_bench_rdma_run(struct sp_bench *b, struct sp_dev *dev)
 
 	if (!(o->ops & (SP_BENCH_OP_WRITE | SP_BENCH_OP_READ | SP_BENCH_OP_SEND))) {
 		snprintf(b->mode, sizeof(b->mode), "host-only");
-		return sp_bench_host_part(b, dev, NULL, NULL);
+		return host_part(b, dev, NULL, NULL);
 	}
 	if (o->server) {
 		snprintf(b->mode, sizeof(b->mode), "remote");
@@ -625,23 +626,23 @@ int sp_bench_rdma_run(struct sp_bench *b, struct sp_dev *dev)
 			snprintf(b->rdma_reason, sizeof(b->rdma_reason),
 				 "one node needs two RDMA devices with IPv4 addresses (found %d); or run 'bench --serve' on another node and 'bench HOST' here",
 				 found);
-			return sp_bench_host_part(b, dev, NULL, b->rdma_reason);
+			return host_part(b, dev, NULL, b->rdma_reason);
 		}
 		c.child = sp_fork_server(b);
 		if (c.child < 0) {
 			snprintf(b->rdma_reason, sizeof(b->rdma_reason),
 				 "the local bench server on %s did not start", b->server_addr);
-			return sp_bench_host_part(b, dev, NULL, b->rdma_reason);
+			return host_part(b, dev, NULL, b->rdma_reason);
 		}
 	}
 	ret = sp_client_connect(b, &c);
 	if (ret) {
 		sp_bench_copy(b->rdma_reason, sizeof(b->rdma_reason), sp_bench_errmsg());
 		sp_bench_conn_close(&c);
-		ret = sp_bench_host_part(b, dev, NULL, NULL);
+		ret = host_part(b, dev, NULL, NULL);
 		goto out;
 	}
-	ret = sp_bench_host_part(b, dev, c.pd, NULL);
+	ret = host_part(b, dev, c.pd, NULL);
 	if (!ret && sp_rdma_figures(b, dev, &c)) {
 		snprintf(b->rdma_reason, sizeof(b->rdma_reason), "stopped: %s", sp_bench_errmsg());
 		sp_bench_progress(b, "RDMA figures stopped: %s", sp_bench_errmsg());
