@@ -38,5 +38,5 @@ build_strixpeer() {	# build_strixpeer <dir> [make args...]
 build_strixpeer "$bdir" "$@"
 tests/vm/build-peersim.sh "$kver" "$@"
 build_strixpeer "$bdir/pd" "$@" SP_PEER_SYMVERS="$bdir/peersim/Module.symvers"
-tests/vm/build-realcore.sh "$kver" "$@"	# the real core (6.12.117 only; else says so)
-tests/vm/build-rxe-dmabuf.sh "$kver" "$@"	# dma-buf MRs on rxe (6.12.117 only; else says so)
+tests/vm/build-realcore.sh "$kver" "$@"	# the real core (Debian 6.12 kernels; else says why not)
+tests/vm/build-rxe-dmabuf.sh "$kver" "$@"	# dma-buf MRs on rxe (Debian 6.12; else says why not)

@@ -7,6 +7,9 @@
 # and the stand-in for ROCm's amdkfd client (tests/kmod/amdkfd_stub/) too.
 #
 #   build-realcore.sh <kver> [make args...]     e.g. W=1
+#   build-realcore.sh --fixture <kver>          only the fixture: prints its
+#                                               directory (the provisioning
+#                                               test's OFED node installs it)
 #
 # Cached under $STRIXPEER_CACHE/realcore/ (keyed by every input's hash, so
 # a changed input rebuilds):
@@ -18,29 +21,57 @@
 # Not cached (it is this checkout's code): build/kmod/<kver>/realcore/pd/strixpeer.ko
 # and build/kmod/<kver>/realcore/amdkfd-stub/sp_amdkfd_stub.ko.
 # Writes build/kmod/<kver>/realcore/env (REALCORE_FIXTURE=, REALCORE_RXE=) for
-# tests/vm/realcore.sh. Exits 0 with "unsupported" on stdout for kernels
-# that are not 6.12.117 (the patch and the fixture are for 6.12.117 only).
+# tests/vm/realcore.sh. Exits 0 with "unsupported: <reason>" on stdout (and
+# the reason in build/kmod/<kver>/realcore/unsupported) for kernels
+# that are not 6.12 (the fixture's port is of Debian's 6.12 RDMA stack), and
+# for a 6.12.y whose linux-source-6.12 the archive does not serve or to
+# which the port or the rxe patch do not apply. The prebuilt modules are for
+# 6.12.117; for any other 6.12.y (Debian's stable updates: 6.12.118, ...)
+# build.sh builds the core from the archive's linux-source-6.12 of that very
+# version, as OFED's DKMS package rebuilds after a kernel update.
 set -eu
 cd "$(dirname "$0")/../.."
 repo=$PWD
+fixture_only=
+[ "${1:-}" != --fixture ] || { fixture_only=1; shift; }
 kver=$1
 shift
+if [ -n "$fixture_only" ]; then
+	out=$(mktemp -d)
+	trap 'rm -rf "$out"' EXIT
+else
+	out=$repo/build/kmod/$kver/realcore
+	rm -rf "$out"
+	mkdir -p "$out"
+fi
+unsupported() {	# the reason on stdout and in $out/unsupported (the guest's skip says it)
+	echo "unsupported: $*"
+	echo "$*" > "$out/unsupported"
+	exit 0
+}
 case $kver in
-6.12.117*) ;;
-*) echo "unsupported: the real core is for 6.12.117 kernels, not $kver"; exit 0 ;;
+6.12.*) ;;
+*) unsupported "the real core is a port of Debian's 6.12 RDMA stack, not for $kver" ;;
 esac
 cache=${STRIXPEER_CACHE:-$HOME/.cache/strixpeer}/realcore
 peermem=${SP_PEERMEM_DIR:-$repo/../shared/peermem}
 kdir=$(tests/vm/kernels.sh kdir "$kver")
-out=$repo/build/kmod/$kver/realcore
-srcver=6.12.117-1~deb12u1
 mkdir -p "$cache/src"
-rm -rf "$out"
-mkdir -p "$out"
+# Debian's linux-source-6.12 of this kernel's upstream version (6.12.118 for
+# 6.12.118+deb12-amd64 and for a debug kernel 6.12.118-<name>).
+up=${kver%%[-+]*}
+srcver=$(cd "$cache/src" && ls linux-source-6.12_"$up"-*_all.deb 2>/dev/null | sed -n '1s/^linux-source-6.12_\(.*\)_all.deb$/\1/p')
+[ -n "$srcver" ] || srcver=$(apt-cache madison linux-source-6.12 2>/dev/null |
+	awk -v up="$up" '$3 ~ "^" up "-" { print $3; exit }')
+[ -n "$srcver" ] || unsupported "the archive serves no linux-source-6.12 of $up (for $kver)"
 
 hash_of() { cat "$@" | sha256sum | cut -c1-16; }
 
-# 1. The fixture: the prebuilt tarball, else build.sh (slow: minutes).
+# 1. The fixture: the prebuilt tarball, else build.sh (slow: minutes; its
+# log beside the fixture, <fixture>.log). One builder at a time: the VM
+# lanes and the provisioning test may ask for the same kernel's at once.
+exec 9> "$cache/fixture-$kver.lock"
+flock 9
 tarball=$peermem/peermem-$kver.tar.zst
 deb=$cache/src/linux-source-6.12_${srcver}_all.deb
 get_source() {
@@ -64,8 +95,16 @@ else
 	fkey=$(hash_of "$peermem/build.sh" "$peermem/peer-mem-6.12.patch" "$kdir/Module.symvers")
 	fix=$cache/fixture-$kver-$fkey
 	if [ ! -f "$fix/.done" ]; then
-		rm -rf "$fix"
-		"$peermem/build.sh" "$kdir" "$deb" "$fix.build" > "$out/fixture-build.log" 2>&1
+		rm -rf "$fix" "$fix.build"
+		if ! nice -n 10 "$peermem/build.sh" "$kdir" "$deb" "$fix.build" > "$fix.log" 2>&1; then
+			rm -rf "$fix.build"
+			if grep -q 'FAILED\|malformed patch\|can.t find file' "$fix.log"; then
+				unsupported "the peer-memory port does not apply to linux-source-6.12 $srcver (see $fix.log)"
+			fi
+			echo "build-realcore.sh: build.sh failed for $kver, see $fix.log" >&2
+			tail -n 20 "$fix.log" >&2
+			exit 1
+		fi
 		mkdir -p "$fix/include"
 		cp "$fix.build"/modules/*.ko "$fix.build"/Module.symvers "$fix.build"/load-order.txt "$fix/"
 		cp -r "$fix.build"/src/include/rdma "$fix/include/"
@@ -76,6 +115,11 @@ fi
 # The modules must be for this very kernel.
 vm=$(modinfo -F vermagic "$fix/ib_uverbs.ko")
 [ "${vm%% *}" = "$kver" ] || { echo "build-realcore.sh: $fix is for ${vm%% *}, not $kver" >&2; exit 1; }
+exec 9>&-
+if [ -n "$fixture_only" ]; then
+	echo "$fix"
+	exit 0
+fi
 
 # 2. Debian's rxe sources, patched, built against the fixture.
 rsrc=$cache/src/rxe-$srcver
@@ -97,7 +141,9 @@ if [ ! -f "$rdir/.done" ]; then
 	rm -rf "$rdir"
 	mkdir -p "$rdir/tree"
 	cp -r "$rsrc/drivers" "$rdir/tree/"
-	patch -s -d "$rdir/tree" -p1 < "$patch"
+	if ! patch -s -d "$rdir/tree" -p1 < "$patch" > "$rdir/patch.log" 2>&1; then
+		unsupported "$patch does not apply to linux-source-6.12 $srcver's rxe (see $rdir/patch.log)"
+	fi
 	b=$rdir/tree/drivers/infiniband/sw/rxe
 	if ! make -C "$kdir" M="$b" CONFIG_RDMA_RXE=m \
 		NOSTDINC_FLAGS="-I$fix/include" \

@@ -21,9 +21,11 @@
 # realcore/src/). Writes build/kmod/<kver>/rxe-dmabuf/env (RXE_DMABUF_KO=,
 # RXE_DMABUF_PROVIDER=). Exits 0 with "unsupported: <reason>" on stdout (the
 # reason also in build/kmod/<kver>/rxe-dmabuf/unsupported, for the guest) for
-# kernels that are not 6.12.117 (the patch is for Debian's 6.12.117 rxe
-# only) and when the rdma-core source matching the installed libibverbs
-# cannot be had.
+# kernels that are not 6.12 (the patch is for Debian's 6.12 rxe: the
+# linux-source-6.12 of the kernel's own version, e.g. 6.12.118 for
+# 6.12.118+deb12-amd64), when the archive serves no such source or the patch
+# does not apply to it, and when the rdma-core source matching the installed
+# libibverbs cannot be had.
 #
 # rdma-core's source comes from the Debian archive through apt (verified
 # by apt against the archive's signed Sources). Where the archive does not
@@ -45,15 +47,20 @@ unsupported() {	# the reason on stdout and in $out/unsupported (the guest's skip
 	exit 0
 }
 case $kver in
-6.12.117*) ;;
-*) unsupported "the dma-buf rxe patch is for Debian's 6.12.117 rxe, not $kver" ;;
+6.12.*) ;;
+*) unsupported "the dma-buf rxe patch is for Debian's 6.12 rxe, not $kver" ;;
 esac
 top=${STRIXPEER_CACHE:-$HOME/.cache/strixpeer}
 cache=$top/rxe-dmabuf
 kdir=$(tests/vm/kernels.sh kdir "$kver")
-srcver=6.12.117-1~deb12u1
 ksrc=$top/realcore/src
 mkdir -p "$cache/src" "$ksrc"
+# Debian's linux-source-6.12 of this kernel's upstream version
+up=${kver%%[-+]*}
+srcver=$(cd "$ksrc" && ls linux-source-6.12_"$up"-*_all.deb 2>/dev/null | sed -n '1s/^linux-source-6.12_\(.*\)_all.deb$/\1/p')
+[ -n "$srcver" ] || srcver=$(apt-cache madison linux-source-6.12 2>/dev/null |
+	awk -v up="$up" '$3 ~ "^" up "-" { print $3; exit }')
+[ -n "$srcver" ] || unsupported "the archive serves no linux-source-6.12 of $up (for $kver)"
 log=$out/build.log
 : > "$log"
 
@@ -80,7 +87,8 @@ if [ ! -f "$rdir/.done" ]; then
 	rm -rf "$rdir"
 	mkdir -p "$rdir/tree"
 	cp -r "$rsrc/drivers" "$rdir/tree/"
-	patch -s -d "$rdir/tree" -p1 < "$kpatch"
+	patch -s -d "$rdir/tree" -p1 < "$kpatch" > "$rdir/patch.log" 2>&1 ||
+		unsupported "$kpatch does not apply to linux-source-6.12 $srcver's rxe (see $rdir/patch.log)"
 	b=$rdir/tree/drivers/infiniband/sw/rxe
 	if ! make -C "$kdir" M="$b" CONFIG_RDMA_RXE=m "$@" modules > "$rdir/build.log" 2>&1; then
 		echo "build-rxe-dmabuf.sh: rxe build failed, see $rdir/build.log" >&2

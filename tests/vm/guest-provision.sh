@@ -302,8 +302,9 @@ mode_boot() {
 # peer-memory core's RDMA modules in updates/dkms/, where modprobe prefers
 # them to the kernel's own, and its Module.symvers in
 # /usr/src/ofa_kernel/<arch>/<kver>/ with default/ pointing there. The
-# modules are ../shared/peermem's prebuilt ones for this kernel (OFED 25.10's
-# core on Debian 6.12's RDMA stack), copied in by provision.sh.
+# modules are OFED 25.10's core on Debian 6.12's RDMA stack for this kernel
+# (../shared/peermem's prebuilt ones, or build.sh's: build-realcore.sh
+# --fixture), copied in by provision.sh.
 mode_ofed_install() {
 	local debdir=$1 fix=$2 debs deps
 	debs=("$debdir"/libstrixpeer1_*.deb "$debdir"/libstrixpeer-dev_*.deb \

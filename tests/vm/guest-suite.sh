@@ -270,7 +270,7 @@ fi
 realcore=$kdir/realcore
 if [ -n "$with_peer" ]; then
 	if [ ! -f "$realcore/env" ]; then
-		gcase ok "realcore_loads" "# SKIP no real core for $(uname -r) (build-realcore.sh: 6.12.117 only)"
+		gcase ok "realcore_loads" "# SKIP no real core for $(uname -r): $(cat "$realcore/unsupported" 2>/dev/null || echo "tests/vm/build-realcore.sh not run")"
 	elif tests/vm/realcore.sh load "$realcore" $pd_args > "$out/realcore-load.log" 2>&1; then
 		gcase ok "realcore_loads"
 		if build/strixpeerctl status > "$out/realcore-status.txt" 2>&1 &&

@@ -115,16 +115,17 @@ else
 	case_ 1 "node_state_saved"
 fi
 
-# 4. An OFED node on 6.12: the real peer-memory core (../shared/peermem's
-#    prebuilt modules for this kernel: OFED 25.10's core on Debian's RDMA
-#    stack) installed as DOCA-OFED installs its own, then the packages;
-#    DKMS links strixpeer against it and the VM boots it with PeerDirect.
-peermem=${SP_PEERMEM_DIR:-$repo/../shared/peermem}
-core=$peermem/peermem-$k1.tar.zst
-if [ -f "$core" ]; then
+# 4. An OFED node on 6.12: the real peer-memory core (OFED 25.10's core on
+#    Debian's RDMA stack: ../shared/peermem's prebuilt modules for this
+#    kernel, or build.sh's for it, as tests/vm/build-realcore.sh has them)
+#    installed as DOCA-OFED installs its own, then the packages; DKMS links
+#    strixpeer against it and the VM boots it with PeerDirect.
+core=$(tests/vm/build-realcore.sh --fixture "$k1" 2> "$out/ofed-core.log") ||
+	core="unsupported: build-realcore.sh --fixture $k1 failed, see $out/ofed-core.log"
+if [ -f "$core/ib_uverbs.ko" ]; then
 	rm -rf "$out/ofed-core"
 	mkdir -p "$out/ofed-core"
-	tar --zstd -xf "$core" -C "$out/ofed-core" --strip-components=1
+	cp "$core"/*.ko "$core/Module.symvers" "$out/ofed-core/"
 	t0=$(date +%s)
 	SP_NODE_OFED=$out/ofed-core tests/vm/node-root.sh "$out/node-ofed" "$PWD/build/deb" \
 		"$k1" "$r1" "$k2" "$r2" > "$out/node-ofed.log" 2>&1
@@ -135,6 +136,6 @@ if [ -f "$core" ]; then
 	[ -f "$out/node-ofed/state-root.tar" ] &&
 		vm boot-ofed-6.12 "$k1" "$out/vm-boot-ofed-$k1" boot-ofed "$out/node-ofed"
 else
-	case_ 0 "ofed_node" "# SKIP no prebuilt peer-memory core for $k1 ($core)"
+	case_ 0 "ofed_node" "# SKIP no peer-memory core for $k1: ${core#unsupported: }"
 fi
 finish
