@@ -3,8 +3,9 @@
  * strixpeer - RDMA-registrable unified CPU/GPU memory for AMD Strix Halo.
  *
  * This file: the /dev/strixpeer misc device, its ioctl dispatcher
- * (extensible structs, see include/uapi/strixpeer.h) and the read-only
- * counters in sysfs. The limits' module parameters are params.c's.
+ * (extensible structs, see include/uapi/strixpeer.h) and the module's
+ * init and exit. The counters and their sysfs files are stats.c's, the
+ * limits' module parameters params.c's.
  */
 #include <linux/device.h>
 #include <linux/dma-buf.h>
@@ -19,15 +20,12 @@
 #include <linux/sched/mm.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
-#include <linux/sysfs.h>
 #include <linux/topology.h>
 #include <linux/uaccess.h>
 
 #include <uapi/strixpeer.h>
 
 #include "strixpeer.h"
-
-struct sp_stats sp_stats;
 
 /**
  * sp_file_get_buf() - look up a buffer of a file and take a reference
@@ -556,57 +554,11 @@ static const struct file_operations sp_fops = {
 	.show_fdinfo = sp_show_fdinfo,
 };
 
-#define SP_STAT_ATTR(_name)						\
-static ssize_t _name##_show(struct device *dev,				\
-			    struct device_attribute *attr, char *out)	\
-{									\
-	return sysfs_emit(out, "%lld\n",				\
-			  (long long)atomic64_read(&sp_stats._name));	\
-}									\
-static DEVICE_ATTR_RO(_name)
-
-SP_STAT_ATTR(buffers);
-SP_STAT_ATTR(pinned_bytes);
-SP_STAT_ATTR(peak_pinned_bytes);
-SP_STAT_ATTR(allocs);
-SP_STAT_ATTR(frees);
-SP_STAT_ATTR(fail_nomem);
-SP_STAT_ATTR(fail_memlock);
-SP_STAT_ATTR(fail_max_buf_size);
-SP_STAT_ATTR(fail_max_pinned);
-SP_STAT_ATTR(mmaps);
-SP_STAT_ATTR(peer_pinned_bytes);
-
-static struct attribute *sp_attrs[] = {
-	&dev_attr_buffers.attr,
-	&dev_attr_pinned_bytes.attr,
-	&dev_attr_peak_pinned_bytes.attr,
-	&dev_attr_allocs.attr,
-	&dev_attr_frees.attr,
-	&dev_attr_fail_nomem.attr,
-	&dev_attr_fail_memlock.attr,
-	&dev_attr_fail_max_buf_size.attr,
-	&dev_attr_fail_max_pinned.attr,
-	&dev_attr_mmaps.attr,
-	&dev_attr_peer_pinned_bytes.attr,
-	NULL,
-};
-
-static const struct attribute_group sp_attr_group = {
-	.name = "stats",
-	.attrs = sp_attrs,
-};
-
-static const struct attribute_group *sp_attr_groups[] = {
-	&sp_attr_group,
-	NULL,
-};
-
 static struct miscdevice sp_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = "strixpeer",
 	.fops = &sp_fops,
-	.groups = sp_attr_groups,
+	.groups = sp_stats_groups,
 	.mode = 0600,
 };
 

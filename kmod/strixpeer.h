@@ -219,9 +219,11 @@ struct sp_stats {
 };
 
 extern struct sp_stats sp_stats;
+/* stats.c: the misc device's sysfs groups (stats/) */
+extern const struct attribute_group *sp_stats_groups[];
 
 /*
- * Configuration (main.c): module parameters, also set through netlink's
+ * Configuration (params.c): module parameters, also set through netlink's
  * config-set. Readers use READ_ONCE(); writers use WRITE_ONCE().
  */
 extern unsigned long sp_max_buf_size;
