@@ -19,6 +19,7 @@ bdir=$PWD/build/kmod/$kver/peersim
 rm -rf "$bdir"
 mkdir -p "$bdir"
 cp tests/kmod/Kbuild tests/kmod/conftest.sh tests/kmod/*.c tests/kmod/*.h "$bdir/"
+cp kmod/conftest.sh "$bdir/kmod-conftest.sh"	# its probe()
 if ! make -C "$kdir" M="$bdir" "$@" modules > "$bdir/build.log" 2>&1; then
 	echo "build-peersim.sh: build for $kver failed, see $bdir/build.log" >&2
 	tail -n 20 "$bdir/build.log" >&2
