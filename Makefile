@@ -82,7 +82,8 @@ LIB_HDR := $(PUB_HDR) include/uapi/strixpeer.h user/lib/internal.h
 BENCH_SRC := user/bench/bench.c user/bench/mem.c user/bench/bench_rdma.c user/bench/bench_conn.c \
 	user/bench/report.c user/bench/util.c
 BENCH_OBJ := $(patsubst user/bench/%.c,$(B)/spbench/%.o,$(BENCH_SRC))
-BENCH_HDR := user/bench/bench.h user/bench/bench_int.h user/bench/bench_conn.h
+BENCH_HDR := user/bench/bench.h user/bench/bench_int.h user/bench/bench_conn.h \
+	user/compat/pagemap_scan.h
 BENCH_A := $(B)/spbench/libspbench.a
 BENCH_LIBS := -lrdmacm -libverbs -lm
 # strixpeerctl: a dispatcher, one file per object, util.c for what they share
@@ -98,7 +99,7 @@ CLI_SRC += $(DOCTOR_SRC)
 CLI_HDR += user/cli/doctor/doctor.h
 TEST_SRC := $(wildcard tests/*.c)
 TEST_BIN := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
-TEST_HDR := $(wildcard tests/*.h)
+TEST_HDR := $(wildcard tests/*.h) user/compat/pagemap_scan.h
 
 .PHONY: all user lib module module-clean deps check demo install install-lib clean \
 	dkms-install dkms-remove deb rpm uninstall bench fuzz FORCE
@@ -207,9 +208,10 @@ $(GPUALLOC_SO): tests/preload/gpualloc.c | $(B)/tests
 
 # The fuzzer (tests/fuzz/): raw syscalls and netlink, no library.
 FUZZ_BIN := $(B)/tests/fuzz
+FUZZ_SRC := $(wildcard tests/fuzz/*.c)
 user: $(FUZZ_BIN)
-$(FUZZ_BIN): tests/fuzz/fuzz.c include/uapi/strixpeer.h | $(B)/tests
-	$(CC) $(CFLAGS) $(SP_CFLAGS) -o $@ $< -lpthread
+$(FUZZ_BIN): $(FUZZ_SRC) $(wildcard tests/fuzz/*.h) include/uapi/strixpeer.h | $(B)/tests
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -o $@ $(FUZZ_SRC) -lpthread
 
 # Library and test compiled together with AddressSanitizer and UBSan.
 $(B)/asan/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(LIB_SRC)

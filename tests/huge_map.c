@@ -17,22 +17,8 @@
 #include <infiniband/verbs.h>
 #include <linux/types.h>
 
-/* PAGEMAP_SCAN (6.7+); Debian 12's headers predate it. */
-#ifndef PAGEMAP_SCAN
-struct page_region {
-	__u64 start;
-	__u64 end;
-	__u64 categories;
-};
-
-struct pm_scan_arg {
-	__u64 size, flags, start, end, walk_end, vec, vec_len, max_pages;
-	__u64 category_inverted, category_mask, category_anyof_mask, return_mask;
-};
-
-#define PAGEMAP_SCAN	_IOWR('f', 16, struct pm_scan_arg)
-#define PAGE_IS_HUGE	(1 << 6)
-#endif
+/* PAGEMAP_SCAN where the headers predate it */
+#include "../user/compat/pagemap_scan.h"
 
 static bool kernel_has(const char *sym)
 {

@@ -27,22 +27,8 @@
 #define MAP_HUGE_2MB	(21 << 26)
 #endif
 
-/* PAGEMAP_SCAN (6.7+); older headers lack it. */
-#ifndef PAGEMAP_SCAN
-struct page_region {
-	__u64 start;
-	__u64 end;
-	__u64 categories;
-};
-
-struct pm_scan_arg {
-	__u64 size, flags, start, end, walk_end, vec, vec_len, max_pages;
-	__u64 category_inverted, category_mask, category_anyof_mask, return_mask;
-};
-
-#define PAGEMAP_SCAN	_IOWR('f', 16, struct pm_scan_arg)
-#define PAGE_IS_HUGE	(1 << 6)
-#endif
+/* PAGEMAP_SCAN where the headers predate it */
+#include "../compat/pagemap_scan.h"
 
 /* mmap @len bytes at a 2 MiB-aligned address of a reserved range. */
 static uint8_t *sp_reserve_aligned(size_t len, uint8_t **base, size_t *map_len)
