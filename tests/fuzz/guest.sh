@@ -1,5 +1,5 @@
 #!/bin/bash
-# Runs the fuzzer (build/tests/fuzz, tests/fuzz/fuzz.c) inside the test VM,
+# Runs the fuzzer (build/tests/fuzz, from tests/fuzz/*.c) inside the test VM,
 # as root, once per seed; prints TAP, one case per seed.
 #
 #   SP_FUZZ_SEEDS    seeds, "random" for a fresh one (default: "0x5eed 0x1",
