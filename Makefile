@@ -97,9 +97,9 @@ DOCTOR_SRC := $(wildcard user/cli/doctor/*.c)
 DOCTOR_LIBS := -lkmod -lrdmacm -libverbs -lz
 CLI_SRC += $(DOCTOR_SRC)
 CLI_HDR += user/cli/doctor/doctor.h
-TEST_SRC := $(wildcard tests/*.c)
-TEST_BIN := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
-TEST_HDR := $(wildcard tests/*.h) user/compat/pagemap_scan.h
+TEST_SRC := $(wildcard tests/guest/*.c)
+TEST_BIN := $(patsubst tests/guest/%.c,$(B)/tests/%,$(TEST_SRC))
+TEST_HDR := $(wildcard tests/lib/*.h) user/compat/pagemap_scan.h
 
 .PHONY: all user lib module module-clean deps check demo install install-lib clean \
 	dkms-install dkms-remove deb rpm uninstall bench fuzz FORCE
@@ -188,8 +188,8 @@ $(B)/strixpeerConfigVersion.cmake: user/lib/strixpeerConfigVersion.cmake.in VERS
 	$(SUBST_DIRS) $< > $@
 
 # Test programs link the static library, so they run anywhere (VM included).
-$(B)/tests/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(B)/libstrixpeer.a | $(B)/tests
-	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests -o $@ $< $(B)/libstrixpeer.a \
+$(B)/tests/%: tests/guest/%.c $(TEST_HDR) $(LIB_HDR) $(B)/libstrixpeer.a | $(B)/tests
+	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests/lib -o $@ $< $(B)/libstrixpeer.a \
 		-libverbs $(NL_LIBS) -lpthread
 
 # libstrixpeer-preload.so (user/preload/): LD_PRELOAD interposer for
@@ -214,11 +214,11 @@ $(FUZZ_BIN): $(FUZZ_SRC) $(wildcard tests/fuzz/*.h) include/uapi/strixpeer.h | $
 	$(CC) $(CFLAGS) $(SP_CFLAGS) -o $@ $(FUZZ_SRC) -lpthread
 
 # Library and test compiled together with AddressSanitizer and UBSan.
-$(B)/asan/%: tests/%.c $(TEST_HDR) $(LIB_HDR) $(LIB_SRC)
+$(B)/asan/%: tests/guest/%.c $(TEST_HDR) $(LIB_HDR) $(LIB_SRC)
 	@mkdir -p $(B)/asan
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
-		-Itests -o $@ $< $(LIB_SRC) -libverbs $(NL_LIBS) -lpthread
+		-Itests/lib -o $@ $< $(LIB_SRC) -libverbs $(NL_LIBS) -lpthread
 
 # doctor's host test (tests/doctor/): the checks against generated fixture
 # trees, built with AddressSanitizer and UBSan
@@ -226,10 +226,10 @@ DOCTOR_TEST := $(B)/tests/doctor-test
 user: $(DOCTOR_TEST)
 $(DOCTOR_TEST): tests/doctor/doctor-test.c $(DOCTOR_SRC) user/cli/doctor/doctor.h \
 		user/cli/print.c user/cli/holders.c user/cli/holders.h user/cli/util.c \
-		user/cli/util.h $(LIB_HDR) $(LIB_SRC) tests/tap.h | $(B)/tests
+		user/cli/util.h $(LIB_HDR) $(LIB_SRC) tests/lib/tap.h | $(B)/tests
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
-		-Itests -Iuser/cli/doctor -o $@ $< $(DOCTOR_SRC) user/cli/print.c user/cli/holders.c \
+		-Itests/lib -Iuser/cli/doctor -o $@ $< $(DOCTOR_SRC) user/cli/print.c user/cli/holders.c \
 		user/cli/util.c \
 		$(LIB_SRC) $(NL_LIBS) $(DOCTOR_LIBS) -lpthread
 
@@ -238,10 +238,10 @@ $(DOCTOR_TEST): tests/doctor/doctor-test.c $(DOCTOR_SRC) user/cli/doctor/doctor.
 BENCH_PLOT_TEST := $(B)/tests/bench-plot-test
 user: $(BENCH_PLOT_TEST)
 $(BENCH_PLOT_TEST): tests/bench/plot-test.c $(BENCH_SRC) $(BENCH_HDR) $(LIB_HDR) $(LIB_SRC) \
-		tests/tap.h | $(B)/tests
+		tests/lib/tap.h | $(B)/tests
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
-		-Itests -Iuser/bench -o $@ $< $(BENCH_SRC) $(LIB_SRC) $(BENCH_LIBS) $(NL_LIBS) -lpthread
+		-Itests/lib -Iuser/bench -o $@ $< $(BENCH_SRC) $(LIB_SRC) $(BENCH_LIBS) $(NL_LIBS) -lpthread
 
 # The examples (examples/), built like the tests against the static
 # library. An example whose engine is not installed (libucx-dev,
@@ -253,7 +253,7 @@ EX_PKG_mpi_allreduce := mpi-c
 EX_PKG_gpu_import := librdmacm
 
 # hip_*.c need ROCm's HIP/HSA headers and libraries: built by hand (their
-# comments say how); tests/hip-examples-check.sh compiles them.
+# comments say how); tests/host/hip-examples-check.sh compiles them.
 EX_SRC := $(filter-out examples/hip_%.c,$(wildcard examples/*.c))
 examples: $(patsubst examples/%.c,$(B)/examples/%,$(EX_SRC))
 

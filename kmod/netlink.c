@@ -4,7 +4,7 @@
  * docs/netlink/strixpeer.yaml: info, buffers, counters, configuration and
  * the "events" multicast group.
  *
- * Request policies are named strixpeer_<op>_nl_policy; tests/spec-check.py
+ * Request policies are named strixpeer_<op>_nl_policy; tests/host/spec-check.py
  * compares them (and the uapi enums) with the spec.
  *
  * Locking: the family is parallel_ops. Buffers are looked up with

@@ -15,8 +15,8 @@
 # kernel and toolchain, tests/vm/sid-toolchain.sh; perftest and gnuplot-nox:
 # make bench's calibration and plot). Idempotent: packages already
 # present are not touched, and apt is not contacted when nothing is missing.
-# lintian and cmake: tests/lintian-check.sh and tests/install-check.sh;
-# rpm and rpmlint: tests/rpm-check.sh ('make rpm' on a Debian host).
+# lintian and cmake: tests/host/lintian-check.sh and tests/host/install-check.sh;
+# rpm and rpmlint: tests/host/rpm-check.sh ('make rpm' on a Debian host).
 set -eu
 
 PKGS="

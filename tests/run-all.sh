@@ -89,7 +89,7 @@ else
 	tail -n 20 "$out/build-examples.log"
 fi
 # promtool checks strixpeerctl's Prometheus output inside the VM.
-SP_PROMTOOL=$(tests/fetch-promtool.sh) || SP_PROMTOOL=
+SP_PROMTOOL=$(tests/host/fetch-promtool.sh) || SP_PROMTOOL=
 export SP_PROMTOOL
 
 echo "== kernels"
@@ -101,13 +101,13 @@ mapfile -t kernels < <(tests/vm/kernels.sh list 2> /dev/null)
 
 [ ${#kernels[@]} -gt 0 ] || record fail "host/kernels_available" "tests/vm/kernels.sh list is empty"
 
-# The amdkfd stand-in for the engine tests' kernels (tests/engines-guest.sh:
+# The amdkfd stand-in for the engine tests' kernels (tests/guest/engines-guest.sh:
 # SP_ENGINES_KERNELS), built here in seconds rather than in the VM.
 for k in "${kernels[@]}"; do
 	read -r name kver _ <<< "$k"
 	[[ " ${SP_ENGINES_KERNELS:-6.12 sid} " == *" $name "* ]] || continue
 	[ -z "${SP_KERNELS:-}" ] || [[ " $SP_KERNELS " == *" $name "* ]] || continue
-	if tests/build-amdkfd-stub.sh "$kver" > "$out/amdkfd-stub-$name.log" 2>&1; then
+	if tests/host/build-amdkfd-stub.sh "$kver" > "$out/amdkfd-stub-$name.log" 2>&1; then
 		record ok "$name/build_amdkfd_stub_W=1_no_warnings"
 	else
 		record fail "$name/build_amdkfd_stub_W=1_no_warnings" "see $out/amdkfd-stub-$name.log"
@@ -215,11 +215,19 @@ else
 fi
 
 # The netlink spec, the uapi header and the module's policies agree.
-if /usr/bin/python3 tests/spec-check.py > "$out/spec-check.tap" 2>&1; then :; fi
+if /usr/bin/python3 tests/host/spec-check.py > "$out/spec-check.tap" 2>&1; then :; fi
 record_tap "host/spec-check" "$out/spec-check.tap"
 
+# No file circle in user space and no file over 700 lines (each program's
+# objects read with nm; the module's per kernel below).
+if /usr/bin/python3 tests/host/file-graph.py user > "$out/file-graph-user.txt" 2>&1; then
+	record ok "host/user_file_graph_has_no_circle"
+else
+	record fail "host/user_file_graph_has_no_circle" "$(grep -v 'no circle' "$out/file-graph-user.txt" | head -n 1)"
+fi
+
 # dkms.conf, debian/ and the bash completion agree with the tree.
-tests/packaging-check.sh > "$out/packaging-check.tap" 2>&1
+tests/host/packaging-check.sh > "$out/packaging-check.tap" 2>&1
 record_tap "host/packaging-check" "$out/packaging-check.tap"
 
 # strixpeerctl doctor against generated fixture trees (tests/doctor/).
@@ -231,26 +239,26 @@ build/tests/bench-plot-test "$out/bench-plot" > "$out/bench-plot.tap" 2>&1
 record_tap "host/bench-plot" "$out/bench-plot.tap"
 # strixpeerctl's command line; make install/uninstall and README's build
 # commands; lintian on the source and binary packages.
-tests/cli-host.sh > "$out/cli-host.tap" 2>&1
+tests/host/cli-host.sh > "$out/cli-host.tap" 2>&1
 record_tap "host/cli-host" "$out/cli-host.tap"
-tests/install-check.sh > "$out/install-check.tap" 2>&1
+tests/host/install-check.sh > "$out/install-check.tap" 2>&1
 record_tap "host/install-check" "$out/install-check.tap"
-tests/lintian-check.sh > "$out/lintian-check.tap" 2>&1
+tests/host/lintian-check.sh > "$out/lintian-check.tap" 2>&1
 record_tap "host/lintian-check" "$out/lintian-check.tap"
 # The HIP examples against sid's ROCm headers (compiled, not run).
-tests/hip-examples-check.sh > "$out/hip-examples-check.tap" 2>&1
+tests/host/hip-examples-check.sh > "$out/hip-examples-check.tap" 2>&1
 record_tap "host/hip-examples-check" "$out/hip-examples-check.tap"
 # The RPMs for Fedora: rpmbuild, rpmlint, file lists against the debs.
-tests/rpm-check.sh > "$out/rpm-check.tap" 2>&1
+tests/host/rpm-check.sh > "$out/rpm-check.tap" 2>&1
 record_tap "host/rpm-check" "$out/rpm-check.tap"
-tests/systemd-check.sh > "$out/systemd-check.tap" 2>&1
+tests/host/systemd-check.sh > "$out/systemd-check.tap" 2>&1
 record_tap "host/systemd-check" "$out/systemd-check.tap"
 # kernels.sh on a cache two checkouts share (fake packages, no download).
-tests/kernels-cache-check.sh > "$out/kernels-cache-check.tap" 2>&1
+tests/host/kernels-cache-check.sh > "$out/kernels-cache-check.tap" 2>&1
 record_tap "host/kernels-cache-check" "$out/kernels-cache-check.tap"
 
 # Where the PeerDirect build finds OFED's symbols (6.12's headers).
-tests/kbuild-ofed-check.sh > "$out/kbuild-ofed-check.tap" 2>&1
+tests/host/kbuild-ofed-check.sh > "$out/kbuild-ofed-check.tap" 2>&1
 record_tap "host/kbuild-ofed-check" "$out/kbuild-ofed-check.tap"
 
 for j in "${jobs[@]:1}"; do
@@ -278,6 +286,11 @@ for j in "${jobs[@]}"; do
 		continue
 	fi
 	record ok "$name/build_module_W=1_no_warnings"
+	if /usr/bin/python3 tests/host/file-graph.py kmod "$bdir" > "$vout/file-graph.txt" 2>&1; then
+		record ok "$name/kmod_file_graph_has_no_circle"
+	else
+		record fail "$name/kmod_file_graph_has_no_circle" "$(grep -v 'no circle' "$vout/file-graph.txt" | head -n 1)"
+	fi
 	cat "$vout/vm-time.txt" >> "$out/timing.txt" 2> /dev/null
 	case $vrc in
 	124) record fail "$name/vm_run" "timed out (see $vout/console.log)" ;;

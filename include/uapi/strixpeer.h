@@ -323,7 +323,7 @@ struct strixpeer_gem_dmabuf {
 /*
  * Generic netlink family "strixpeer": the control plane. Described in
  * docs/netlink/strixpeer.yaml; the enums below follow it (checked by
- * tests/spec-check.py). u64 attributes are 64-bit aligned with the
+ * tests/host/spec-check.py). u64 attributes are 64-bit aligned with the
  * set's PAD attribute.
  */
 #define STRIXPEER_GENL_NAME		"strixpeer"

@@ -13,7 +13,7 @@
 #   bench-smoke.sh gpu-peerdirect  the gpu-peerdirect kind end to end: run
 #                              under the real peer-memory core (tests/vm/realcore.sh)
 set -u
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 ctl=build/strixpeerctl
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -184,7 +184,7 @@ if [ -n "${SP_PROMTOOL:-}" ] && [ -x "$SP_PROMTOOL" ]; then
 	[ $rc -eq 0 ] || sed 's/^/# /' "$tmp/promtool.txt"
 	result $rc "stats_prometheus_passes_promtool"
 else
-	result 0 "stats_prometheus_passes_promtool" "promtool not available (tests/fetch-promtool.sh)"
+	result 0 "stats_prometheus_passes_promtool" "promtool not available (tests/host/fetch-promtool.sh)"
 fi
 
 # An unprivileged user: node-wide figures and its own labelled as such.

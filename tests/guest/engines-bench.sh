@@ -4,7 +4,7 @@
 # run (examples/mpi_allreduce.c), between the two Soft-RoCE "nodes" of a
 # test VM, one rxe device per rank.
 #
-#   tests/engines-bench.sh [KERNEL [MAXSIZE [ALLREDUCE [ITERS [AR_ITERS]]]]]
+#   tests/guest/engines-bench.sh [KERNEL [MAXSIZE [ALLREDUCE [ITERS [AR_ITERS]]]]]
 #
 # KERNEL as 'tests/vm/kernels.sh list' names it (default 6.12); the rest
 # are mpi_allreduce's arguments (default 16 MiB, 64 MiB, 20, 3). Builds
@@ -12,7 +12,7 @@
 # build/bench/<KERNEL>/bench.txt). Under qemu's software emulation the
 # absolute numbers are the emulator's: compare the ratios, within one run.
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 if [ "${1:-}" = --guest ]; then	# inside the VM
 	shift
 	tests/vm/rxe-setup.sh > "$SP_OUT/rxe-setup.log" 2>&1
@@ -35,5 +35,5 @@ make -s user examples > /dev/null
 out=$PWD/build/bench/$name
 mkdir -p "$out"
 echo "engines-bench.sh: $name ($kver): mpi_allreduce ${args[*]}"
-tests/vm/run-vm.sh --quiet --timeout 3600 "$kver" "$out" -- tests/engines-bench.sh --guest "${args[@]}"
+tests/vm/run-vm.sh --quiet --timeout 3600 "$kver" "$out" -- tests/guest/engines-bench.sh --guest "${args[@]}"
 cat "$out/bench.txt"

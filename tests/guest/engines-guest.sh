@@ -3,7 +3,7 @@
 # Debian's UCX and Open MPI move data between the two Soft-RoCE "nodes"
 # (tests/vm/rxe-setup.sh: rxe0 on veth0, rxe1 on veth1) into strixpeer
 # buffers, examples/gpu_import.c runs its PeerDirect flow with vgem as the
-# GPU, then tests/peer-names-guest.sh checks the amdkfd client name (its
+# GPU, then tests/guest/peer-names-guest.sh checks the amdkfd client name (its
 # own TAP files). Every transfer is verified byte for byte by the examples.
 #
 #   engines-guest.sh <sp_peersim.ko> <pd/strixpeer.ko>
@@ -218,7 +218,7 @@ result $? "gpu_import_gpu_allocated_buffer_refused_on_rxe_with_every_reason"
 part_done gpu_import
 
 # --- the amdkfd client name (own TAP files) ----------------------------------
-tests/peer-names-guest.sh "$sim" "$pdko" > "$SP_OUT/peer-names.tap" 2>&1
+tests/guest/peer-names-guest.sh "$sim" "$pdko" > "$SP_OUT/peer-names.tap" 2>&1
 prc=$?
 part_done peer-names
 

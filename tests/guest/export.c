@@ -2,7 +2,7 @@
 /*
  * dma-buf export of strixpeer buffers: the ioctl and sp_buf_export(), the
  * dma-buf's own mmap, begin/end CPU access, vgem as a pinned (static)
- * importer, the simulated HCA (tests/kmod/peersim.c) as a dynamic and as
+ * importer, the simulated HCA (tests/kmod/peersim_hca.c) as a dynamic and as
  * a pinned importer doing DMA through the scatterlist it was given (and
  * CPU copies through the exporter's vmap), the
  * lifetime rules, re-import through STRIXPEER_IOC_IMPORT, and the control

@@ -20,7 +20,7 @@
  * - the fd's lifetime: it outlives the mapping and the handle, and the
  *   bytes are still there through it;
  * - the library: sp_gem_dmabuf() and its messages.
- * Runs on every kernel of the suite (no RDMA needed); tests/rdma_dmabuf.c
+ * Runs on every kernel of the suite (no RDMA needed); tests/guest/rdma_dmabuf.c
  * registers such dma-bufs through sp_reg_mr() and moves bytes over RDMA.
  */
 #include "dmabuf_util.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Test helper (not a TAP program) for tests/cli-guest.sh:
+ * Test helper (not a TAP program) for tests/guest/cli-guest.sh:
  *
  *   hold_buffer MIB            allocates one strixpeer buffer of MIB MiB,
  *                              prints "ready <pid>" and holds it until killed

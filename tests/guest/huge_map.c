@@ -18,7 +18,7 @@
 #include <linux/types.h>
 
 /* PAGEMAP_SCAN where the headers predate it */
-#include "../user/compat/pagemap_scan.h"
+#include "../../user/compat/pagemap_scan.h"
 
 static bool kernel_has(const char *sym)
 {

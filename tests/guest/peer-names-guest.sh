@@ -2,7 +2,7 @@
 # strixpeer's PeerDirect client under the name "amdkfd" on the simulated
 # peer-memory core: the "RCCL / GASNet / LCI mode" (those stacks decide
 # GPU-direct by /sys/kernel/mm/memory_peers/amdkfd/version only). Run by
-# tests/engines-guest.sh in the test VM:
+# tests/guest/engines-guest.sh in the test VM:
 #
 #   peer-names-guest.sh <sp_peersim.ko> <pd/strixpeer.ko>
 #
@@ -11,7 +11,7 @@
 #   claimed GPU registration ($SP_OUT/peer-names-amdkfd.tap);
 # - with another "amdkfd" client registered first (sp_amdkfd_stub from
 #   tests/kmod/amdkfd_stub/, the stand-in for ROCm's amdgpu DKMS client,
-#   built by tests/build-amdkfd-stub.sh or here), strixpeer still loads,
+#   built by tests/host/build-amdkfd-stub.sh or here), strixpeer still loads,
 #   says why in dmesg, netlink and strixpeerctl status, and moves data
 #   without PeerDirect ($SP_OUT/peer-names-clash.tap, gpu_import over rxe);
 # - unloaded, the default name comes back.
@@ -66,14 +66,14 @@ names() {	# names <program tap> <holder>: build/tests/peer_names
 }
 
 # The stand-in for ROCm's client: built on the host by
-# tests/build-amdkfd-stub.sh (make check does), else here (about a minute
+# tests/host/build-amdkfd-stub.sh (make check does), else here (about a minute
 # under emulation: kbuild's fixed cost).
 stub=build/amdkfd-stub/$SP_KVER
 if [ -f "$stub/sp_amdkfd_stub.ko" ] && ! find tests/kmod -newer "$stub/sp_amdkfd_stub.ko" | grep -q .; then
-	echo "# the stand-in as tests/build-amdkfd-stub.sh built it on the host"
+	echo "# the stand-in as tests/host/build-amdkfd-stub.sh built it on the host"
 	! grep -q 'warning:' "$stub/build.log"
 else
-	echo "# building the stand-in here (tests/build-amdkfd-stub.sh did not run)"
+	echo "# building the stand-in here (tests/host/build-amdkfd-stub.sh did not run)"
 	stub=/tmp/sp-amdkfd-stub
 	rm -rf "$stub"
 	mkdir -p "$stub"

@@ -2,7 +2,7 @@
 /*
  * PeerDirect tests: imports of real dma-bufs (vgem, udmabuf, the system
  * dma-heap), registered through the simulated PeerDirect core + HCA
- * (tests/kmod/peersim.c, /dev/sp_peersim), which asks strixpeer's client
+ * (tests/kmod/peersim_core.c + peersim_hca.c, /dev/sp_peersim), which asks strixpeer's client
  * exactly as ib_core would: only after pinning failed.
  *
  *   peer          strixpeer built against the simulated core's symbols and
@@ -296,7 +296,7 @@ static void declines(void)
 	sim_dereg(sim, r.handle);
 	/*
 	 * In a GEM mapping, a range crossing an import's end is claimed from
-	 * the mapping itself (tests/peer_rocm.c has the whole rule).
+	 * the mapping itself (tests/guest/peer_rocm.c has the whole rule).
 	 */
 	CHECK_OK(sp_import_raw(fd, vg.fd, 0, 512 * 1024, vg.map, NULL));
 	CHECK_OK(sim_reg(sim, vg.map + 256 * 1024, 512 * 1024, &r));

@@ -5,7 +5,7 @@
  * GPU-direct by /sys/kernel/mm/memory_peers/amdkfd/version only, so
  * strixpeer is loaded with peer_client_name=amdkfd ("RCCL mode").
  *
- * Run by tests/peer-names-guest.sh against the simulated peer-memory core
+ * Run by tests/guest/peer-names-guest.sh against the simulated peer-memory core
  * (sp_peersim), in two states:
  *   SP_PEER_NAME=amdkfd SP_PEER_HOLDER=strixpeer
  *	strixpeer holds the name: its directory and version are there, the

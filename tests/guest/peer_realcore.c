@@ -6,7 +6,7 @@
  * ibv_reg_mr() on rxe1, RDMA WRITE / READ / SEND into them from rxe0, bytes
  * checked through the buffer's own mapping; after each invalidation cause
  * the remote operation fails with an error completion and the buffer is
- * left untouched. tests/vm/realcore.sh loads the stack; tests/peer.c's
+ * left untouched. tests/vm/realcore.sh loads the stack; tests/guest/peer.c's
  * cases need peersim's simulated HCA and run against it instead.
  */
 #include "peer_util.h"

@@ -25,7 +25,7 @@
 #     preload is not made: perftest 4.5-0.17's client then dies in
 #     librdmacm on its -R error path, a general protection fault the
 #     kernel logs and the suite's kernel_log_clean rightly counts.)
-# perftest does not check the bytes it moves (tests/rdma_dmabuf.c's
+# perftest does not check the bytes it moves (tests/guest/rdma_dmabuf.c's
 # preload cases do, every byte). Then UCX: examples/ucx_put on that memory
 # on both sides, every byte checked by the program; and Open MPI + UCX:
 # examples/mpi_allreduce with its malloc-side buffers on that memory, every
@@ -45,7 +45,7 @@ else
 fi
 mkdir -p "$out"
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
-. tests/tap.sh
+. tests/lib/tap.sh
 
 size=$((1 << 20))
 iters=200

@@ -17,7 +17,7 @@
  *
  * The GPU buffer is a vgem BO mapped as libhsakmt maps a hipMalloc one (a
  * PROT_NONE aperture, the BO MAP_SHARED | MAP_FIXED over it, then
- * MADV_DONTFORK: tests/gpusim.h); vgem BOs here come in 16 KiB, so the
+ * MADV_DONTFORK: tests/lib/gpusim.h); vgem BOs here come in 16 KiB, so the
  * probe registers the first 4 KiB of one. Both arms of the probe run on
  * every device. The expectation comes from the caller, as the route
  * RCCL must take in the situation tests/vm/guest-suite.sh set up:

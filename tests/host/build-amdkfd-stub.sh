@@ -1,6 +1,6 @@
 #!/bin/bash
 # Builds sp_amdkfd_stub.ko (tests/kmod/amdkfd_stub/: the stand-in for
-# ROCm's "amdkfd" peer-memory client that tests/peer-names-guest.sh loads)
+# ROCm's "amdkfd" peer-memory client that tests/guest/peer-names-guest.sh loads)
 # for one of the VM kernels, with W=1, in build/amdkfd-stub/<kver>/.
 #
 #   build-amdkfd-stub.sh <kver>
@@ -10,11 +10,11 @@
 # needs nothing from build/kmod/<kver>/, which tests/vm/build-module.sh
 # rebuilds from scratch: the symbol CRCs come from the same sources and
 # kernel, so the stub loads against that build of sp_peersim too. Natively
-# this takes seconds; tests/peer-names-guest.sh builds the stub in the VM
+# this takes seconds; tests/guest/peer-names-guest.sh builds the stub in the VM
 # itself (a minute or more under emulation) when this has not run.
 # Exits non-zero on a failed build or any compiler warning.
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 kver=$1
 kdir=$(tests/vm/kernels.sh kdir "$kver")
 bdir=$PWD/build/amdkfd-stub/$kver

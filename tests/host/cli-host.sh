@@ -8,9 +8,9 @@
 # and what every command does when the module is not loaded. The same
 # commands against a loaded module: tests/cli-guest.sh. Prints TAP.
 set -u
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 ctl=build/strixpeerctl
-. tests/tap.sh
+. tests/lib/tap.sh
 # expect <name> <status> <stdout|stderr> <grep -E pattern> -- <args...>
 expect() {
 	local name=$1 want=$2 stream=$3 pattern=$4 out err rc

@@ -9,7 +9,7 @@
 # $STRIXPEER_CACHE/rocm-headers/). Compiled with the library's warning
 # flags and -Werror, not linked and not run: no GPU here. Prints TAP.
 set -u
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 repo=$PWD
 cache=${STRIXPEER_CACHE:-$HOME/.cache/strixpeer}/rocm-headers
 pkgs="libamdhip64-dev libhsa-runtime-dev"

@@ -20,9 +20,9 @@
 #    'man strixpeerctl-bench' work; 'make uninstall'
 #    leaves nothing behind (checked on the overlay's upper layer).
 set -u
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 repo=$PWD
-. tests/tap.sh
+. tests/lib/tap.sh
 runpath() { readelf -d "$1" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p'; }
 
 # The files install puts under PREFIX=/usr/local, LIBDIR=/usr/local/lib.
@@ -229,7 +229,7 @@ unshare -m --propagation private bash -c '
 	[ -e "$R$repo/Makefile" ] || mount --bind "$repo" "$R$repo" || exit 1
 	mkdir -p "$R/run/out"
 	chroot "$R" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-		bash -c "cd $repo && tests/install-check.sh node /run/out"
+		bash -c "cd $repo && tests/host/install-check.sh node /run/out"
 	cp "$R/run/out/"* "$T/../" 2> /dev/null
 	# what the node left: files (not directories) in the upper layer
 	(cd "$T/u" && find . ! -type d ! -path "./run/*" ! -path "./tmp/*" ! -path ".$repo/*" \

@@ -20,9 +20,9 @@
 #
 # Prints TAP.
 set -u
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 repo=$PWD
-. tests/tap.sh
+. tests/lib/tap.sh
 
 read -r kver root <<< "$(tests/vm/kernels.sh list 2> /dev/null | awk '$1 == "6.12" {print $2, $3}')"
 kdir=${root:+$root/usr/src/linux-headers-$kver}

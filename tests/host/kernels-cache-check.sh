@@ -17,8 +17,8 @@
 #   the Debian root it replaced (the archive moved to a new ABI), and no
 #   other complete root.
 set -u
-cd "$(dirname "$0")/.." || exit 1
-. tests/tap.sh
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/tap.sh
 PATH=$PATH:/usr/sbin:/sbin
 
 for tool in dpkg-deb depmod; do

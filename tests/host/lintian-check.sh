@@ -9,7 +9,7 @@
 # link in those (README.md's docs/install.md, a page's install.md or
 # perf/) resolves to a file or directory in the same package. Prints TAP.
 set -u
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 echo "TAP version 13"
 if ! command -v lintian > /dev/null; then
 	echo "1..0 # SKIP lintian not installed (scripts/install-deps.sh installs it)"

@@ -12,8 +12,8 @@
 # - the bash completion offers every object 'strixpeerctl help' lists, and
 #   completes commands, keys and values.
 set -u
-cd "$(dirname "$0")/.." || exit 1
-. tests/tap.sh
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/tap.sh
 
 # --- dkms.conf ----------------------------------------------------------------
 conf=$(

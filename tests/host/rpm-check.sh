@@ -5,7 +5,7 @@
 # 'make rpm' builds the source RPM and six binary RPMs, rpmlint
 # (rpm/rpmlint.toml: Fedora's stance on the tags that differ) finds no
 # error, the file lists match the Debian packages' (build/deb/, made by
-# tests/lintian-check.sh or here) package by package, the library goes to
+# tests/host/lintian-check.sh or here) package by package, the library goes to
 # /usr/lib64 and the CLI needs no RUNPATH there, and the DKMS package's
 # scriptlets add, build, install and remove the module. The library
 # directory 'make install' picks by itself is checked for the three
@@ -15,7 +15,7 @@
 # On this Debian host rpmbuild runs with --nodeps: the BuildRequires are
 # Fedora's packages, which rpm's database here does not know. Prints TAP.
 set -u
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 echo "TAP version 13"
 if ! command -v rpmbuild > /dev/null || ! command -v rpmlint > /dev/null; then
 	echo "1..0 # SKIP rpmbuild or rpmlint not installed (scripts/install-deps.sh installs rpm and rpmlint)"

@@ -14,7 +14,7 @@ import sys
 
 import yaml
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 SPEC = os.path.join(ROOT, "docs/netlink/strixpeer.yaml")
 UAPI = os.path.join(ROOT, "include/uapi/strixpeer.h")
 KMOD = os.path.join(ROOT, "kmod/netlink.c")

@@ -9,8 +9,8 @@
 # absent, promtool check metrics on that file and promtool check rules on
 # systemd/strixpeer.rules.yml. Prints TAP.
 set -u
-cd "$(dirname "$0")/.." || exit 1
-. tests/tap.sh
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/tap.sh
 ctl=$PWD/build/strixpeerctl
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -58,14 +58,14 @@ prom=$tmp/textfile/strixpeer.prom
 result $? "textfile_replaced_with_up_$want" "exit $rc, script '$script', file: $(cat "$prom"), stderr: $(cat "$tmp/err")"
 
 promtool=${SP_PROMTOOL:-}
-[ -n "$promtool" ] || promtool=$(tests/fetch-promtool.sh 2> /dev/null) || promtool=
+[ -n "$promtool" ] || promtool=$(tests/host/fetch-promtool.sh 2> /dev/null) || promtool=
 if [ -n "$promtool" ]; then
 	out=$("$promtool" check metrics < "$prom" 2>&1)
 	result $? "promtool_check_metrics_textfile" "$out"
 	out=$("$promtool" check rules systemd/strixpeer.rules.yml 2>&1)
 	result $? "promtool_check_rules_example" "$out"
 else
-	skip "promtool_check_metrics_textfile" "no promtool (tests/fetch-promtool.sh: apt-get download prometheus failed)"
-	skip "promtool_check_rules_example" "no promtool (tests/fetch-promtool.sh: apt-get download prometheus failed)"
+	skip "promtool_check_metrics_textfile" "no promtool (tests/host/fetch-promtool.sh: apt-get download prometheus failed)"
+	skip "promtool_check_rules_example" "no promtool (tests/host/fetch-promtool.sh: apt-get download prometheus failed)"
 fi
 finish

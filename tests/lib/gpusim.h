@@ -9,7 +9,7 @@
 #define SP_GPUSIM_H
 
 #include "dmabuf_util.h"
-#include "kmod/gpusim_uapi.h"
+#include "../kmod/gpusim_uapi.h"
 
 /* The first DRM node /dev/dri/<prefix>N (N from first) of driver @name, or -1. */
 static inline int sp_drm_node(const char *prefix, int first, const char *name)

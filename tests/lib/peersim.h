@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/ioctl.h>
 
-#include "kmod/peersim_uapi.h"
+#include "../kmod/peersim_uapi.h"
 
 /* Opens /dev/sp_peersim; skips the case when the module is not loaded. */
 static inline int peersim_test_open(void)
@@ -225,7 +225,7 @@ static inline uint32_t peersim_reg_dmabuf(int fd, int dmabuf_fd, uint64_t offset
 /*
  * Whether sp_peersim publishes /sys/kernel/mm/memory_peers: 1 or 0 as its
  * memory_peers_sysfs parameter reads back after load (a core built where
- * mm_kobj is exported, or not: see tests/kmod/peersim.c), -1 when it is
+ * mm_kobj is exported, or not: see tests/kmod/peersim_core.c), -1 when it is
  * not loaded.
  */
 static inline int peersim_has_sysfs(void)

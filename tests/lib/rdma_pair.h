@@ -215,7 +215,7 @@ static struct ibv_wc node_wait(struct node *n)
 			/*
 			 * QP in RTS: the peer's QP went to ERR without a NAK
 			 * reaching us, or rxe lost it (issue 22); rxe
-			 * retries retry_cnt 7 forever (tests/rdma_churn.c).
+			 * retries retry_cnt 7 forever (tests/guest/rdma_churn.c).
 			 */
 			ibv_query_qp(n->qp, &a, IBV_QP_STATE, &ia);
 			CHECK(0, "%s: no completion in %d ms (QP state %d)", n->name, WAIT_MS,

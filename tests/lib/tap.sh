@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 #
-# TAP for the host check scripts (tests/*-check.sh, tests/cli-host.sh):
+# TAP for the host check scripts (tests/host/*-check.sh, tests/host/cli-host.sh):
 # cases are collected and printed, with the plan, by finish.
 #
-#   . tests/tap.sh
+#   . tests/lib/tap.sh
 #   result <0|1> <name> [detail]   a case; the detail is printed on failure
 #   skip <name> <reason>           a skipped case
 #   finish                         prints the TAP, exits 0 when all passed

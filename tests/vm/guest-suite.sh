@@ -79,7 +79,7 @@ if [ -n "$with_peer" ]; then
 			rc=1
 		fi
 		run_tap peer-noapi build/tests/peer noapi || rc=1
-		# RCCL's GPU-direct decision (tests/rccl_decision.c) with no core:
+		# RCCL's GPU-direct decision (tests/guest/rccl_decision.c) with no core:
 		# no memory_peers, Debian's rxe refuses GPU memory: host staging
 		run_tap rccl_decision-stock env SP_RCCL_EXPECT=host build/tests/rccl_decision || rc=1
 		rmmod strixpeer || rc=1
@@ -145,7 +145,7 @@ if [ -e /sys/kernel/debug/kmemleak ]; then
 	[ -n "${SP_RDMA_MAX:-}" ] || export SP_RDMA_MAX=$((4 * 1024 * 1024 + 1))
 fi
 
-# dma-buf MRs (tests/rdma_dmabuf.c) on the rxe of tests/kmod/rxe-dmabuf/ and
+# dma-buf MRs (tests/guest/rdma_dmabuf.c) on the rxe of tests/kmod/rxe-dmabuf/ and
 # its provider (tests/vm/rxe-dmabuf.sh, built on the host by
 # tests/vm/build-rxe-dmabuf.sh), loaded on Debian's stock RDMA stack for this
 # program only: Debian's rxe and provider are back for whatever follows.
@@ -168,12 +168,12 @@ run_rxe_dmabuf() {
 			SP_CASES="test_preload_plain_verbs_on_gpu_memory test_preload_leaves_the_rest_alone" \
 			build/tests/rdma_dmabuf || r=1
 		# unmodified perftest on stand-in GPU memory through it
-		run_tap preload tests/preload-guest.sh "$PWD/build/libstrixpeer-preload.so" \
+		run_tap preload tests/guest/preload-guest.sh "$PWD/build/libstrixpeer-preload.so" \
 			"$PWD/build/tests/libspgpualloc.so" || r=1
 		# strixpeerctl bench's gpu-dmabuf kind (vgem BOs through their
 		# dma-bufs); a user-space check, as the bench group
 		if [ -z "$debug_kernel" ] || [ -n "$explicit" ]; then
-			run_tap bench-gpu-dmabuf tests/bench-smoke.sh gpu-dmabuf || r=1
+			run_tap bench-gpu-dmabuf tests/guest/bench-smoke.sh gpu-dmabuf || r=1
 		fi
 	else
 		gcase "not ok" "rxe_dmabuf_loads" "# see rxe-dmabuf-load.log"
@@ -204,9 +204,9 @@ for t in "${tests[@]}"; do
 		continue
 	fi
 	case $t in
-	cli) run_tap cli tests/cli-guest.sh || rc=1 ;;
+	cli) run_tap cli tests/guest/cli-guest.sh || rc=1 ;;
 	doctor) run_tap doctor tests/doctor/guest.sh "$pdko" || rc=1 ;;	# strixpeerctl doctor, live
-	bench) run_tap bench tests/bench-smoke.sh || rc=1 ;;
+	bench) run_tap bench tests/guest/bench-smoke.sh || rc=1 ;;
 	asan-*)	# the same program built with ASan+UBSan (make user)
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 			run_tap "$t" "build/asan/${t#asan-}" || rc=1 ;;
@@ -220,7 +220,7 @@ for t in "${tests[@]}"; do
 		run_tap rccl_decision-peersim env SP_RCCL_EXPECT=$rexp build/tests/rccl_decision || rc=1
 		;;
 	rdma_dmabuf) run_rxe_dmabuf || rc=1 ;;
-	engines) run_tap engines tests/engines-guest.sh "$sim" "$pdko" || rc=1 ;;	# UCX, Open MPI, gpu_import, amdkfd name
+	engines) run_tap engines tests/guest/engines-guest.sh "$sim" "$pdko" || rc=1 ;;	# UCX, Open MPI, gpu_import, amdkfd name
 	fuzz)	# tests/fuzz/: short seeded runs (SP_FUZZ_SEEDS, SP_FUZZ_SECONDS); make fuzz runs it long
 		if [ -z "$debug_kernel" ] && [ -z "$explicit" ]; then
 			gcase ok "fuzz" "# SKIP the fuzzer runs on the debug kernel (KASAN, lockdep, kmemleak, fault injection)"
@@ -294,11 +294,11 @@ if [ -n "$with_peer" ]; then
 		# unmodified perftest, UCX and Open MPI on stand-in GPU memory
 		# (vgem BOs), registered by their own plain ibv_reg_mr() through
 		# the core and strixpeer's client; no preload
-		run_tap engines-realcore tests/preload-guest.sh none \
+		run_tap engines-realcore tests/guest/preload-guest.sh none \
 			"$PWD/build/tests/libspgpualloc.so" || rc=1
 		# strixpeerctl bench's gpu-peerdirect kind through this core
 		if [ -z "$debug_kernel" ]; then
-			run_tap bench-gpu-peerdirect tests/bench-smoke.sh gpu-peerdirect || rc=1
+			run_tap bench-gpu-peerdirect tests/guest/bench-smoke.sh gpu-peerdirect || rc=1
 		fi
 		# Beside ROCm's own client (the stand-in, registered first),
 		# strixpeer under the same name: this core compares no names, so

@@ -4,7 +4,7 @@
  * Debian 12's do: the ioctl on /proc/<pid>/pagemap that reports which
  * pages of a range are mapped huge. A kernel without it fails the ioctl
  * with ENOTTY (or EINVAL), which the callers take as "cannot tell".
- * Used by strixpeerctl bench (user/bench/mem.c) and tests/huge_map.c.
+ * Used by strixpeerctl bench (user/bench/mem.c) and tests/guest/huge_map.c.
  */
 #ifndef SP_COMPAT_PAGEMAP_SCAN_H
 #define SP_COMPAT_PAGEMAP_SCAN_H

@@ -10,7 +10,7 @@
  * that publishes memory_peers refuses strixpeer's registration, and one
  * that does not (OFED on 6.12 and later) registers both and asks them in
  * registration order. This module plays ROCm's client for those cases
- * against sp_peersim (tests/peer-names-guest.sh) and against OFED's real
+ * against sp_peersim (tests/guest/peer-names-guest.sh) and against OFED's real
  * core (tests/vm/guest-suite.sh, built by tests/vm/build-realcore.sh): it
  * registers "amdkfd" / "1.0" with the invalidate callback, as ROCm's does,
  * and declines every range, as ROCm's does for memory that is not a KFD
