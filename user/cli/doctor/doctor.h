@@ -3,12 +3,14 @@
  * strixpeerctl doctor: what is wrong with this RDMA node, and does RDMA into
  * strixpeer memory work on it.
  *
- * The checks (rdma.c, pci.c, memory.c, gpu.c, self.c) read files only, each
- * of them under ctx->sysroot, so that each check runs against a fake tree
- * in the tests (tests/doctor/). What files cannot show (the verbs device,
- * the module's ABI handshake, the dma-buf MR probe) is asked only when
- * ctx->live is set (sysroot "/"), in live.c, rdmatest.c and peertest.c.
- * Results are collected here and printed once, as text or JSON (report.c).
+ * The checks (rdma.c, link.c, pci.c, memory.c, gpu.c, stack.c, self.c) read
+ * files only, each of them under ctx->sysroot, so that each check runs
+ * against a fake tree in the tests (tests/doctor/). What files cannot show
+ * (the verbs device, the module's ABI handshake, the dma-buf MR probe) is
+ * asked only when ctx->live is set (sysroot "/"), in live.c, rdmatest.c
+ * and peertest.c.
+ * core.c runs the checks; their results are built in result.c and printed
+ * once, as text or JSON (report.c).
  */
 #ifndef SP_DOCTOR_H
 #define SP_DOCTOR_H
@@ -98,7 +100,7 @@ struct dr_ctx {
 	bool kallsyms_read;
 };
 
-/* core.c: context, results, values */
+/* core.c: the context, --only, accepted findings; dr_run() below */
 void dr_ctx_init(struct dr_ctx *c);
 int dr_ctx_set_sysroot(struct dr_ctx *c, const char *sysroot);
 void dr_ctx_free(struct dr_ctx *c);
@@ -109,6 +111,8 @@ void dr_filter_only(struct dr_ctx *c);
 void dr_accept_add(struct dr_ctx *c, const char *spec);
 int dr_accept_file(struct dr_ctx *c, const char *path);
 void dr_apply_accepted(struct dr_ctx *c);
+
+/* result.c: results, values, names, memory (calls no other doctor file) */
 struct dr_result *dr_add(struct dr_ctx *c, enum dr_check check, const char *what,
 			 const char *subject, enum dr_status st, const char *fmt, ...)
 	__attribute__((format(printf, 6, 7)));
@@ -129,6 +133,7 @@ int dr_exit_status(const struct dr_ctx *c);
 char *dr_strdup(const char *s);
 char *dr_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void *dr_alloc(size_t n);
+void dr_result_free(struct dr_result *r);
 
 /* io.c: files under the sysroot; every path argument is a format */
 #define DR_ATTR_MAX 4096	/* largest attribute read whole */
@@ -182,8 +187,11 @@ void dr_os_addgroup(const struct dr_ctx *c, char *out, size_t len, const char *g
 void dr_fmt(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* The checks; each adds its results to @c. */
+/* rdma.c: the port scan (once per context) and the rdma check */
 void dr_scan_ports(struct dr_ctx *c);
+void dr_port_name(const struct dr_port *p, char *out, size_t len);
 void dr_check_rdma(struct dr_ctx *c);
+/* link.c: the ports' MTU, error counters, USB4/Thunderbolt links */
 void dr_check_mtu(struct dr_ctx *c);
 void dr_check_counters(struct dr_ctx *c);
 void dr_check_thunderbolt(struct dr_ctx *c);
@@ -235,7 +243,7 @@ const char *dr_json_str(const struct dr_json *obj, const char *key);
 /* compare.c */
 int dr_compare(struct dr_ctx *c, int nfiles, char **files);
 
-/* rdmatest.c */
+/* rdmatest.c (dr_rdma_test), peertest.c (dr_serve); rdmatest.h: the rest */
 struct dr_rt_opts {
 	const char *device;	/* only this device (NULL: every ACTIVE port) */
 	const char *peer;	/* --peer HOST */

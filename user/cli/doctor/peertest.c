@@ -3,8 +3,8 @@
  * strixpeerctl doctor --serve and --peer HOST: the data-path test between
  * two nodes. The client connects with librdmacm to "doctor --serve" on
  * HOST, RDMA-WRITEs into a strixpeer buffer there and lets the server
- * verify every byte (rdmatest.h has the shared pieces). Every wait is
- * bounded.
+ * verify every byte (rtutil.c has the shared pieces, rdmatest.h declares
+ * them). Every wait is bounded.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
