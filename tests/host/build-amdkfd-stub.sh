@@ -22,6 +22,7 @@ rm -rf "$bdir"
 mkdir -p "$bdir"
 cp tests/kmod/Kbuild tests/kmod/conftest.sh tests/kmod/*.c tests/kmod/*.h \
 	tests/kmod/amdkfd_stub/*.c "$bdir/"
+cp kmod/conftest.sh "$bdir/kmod-conftest.sh"	# the probe() tests/kmod/conftest.sh uses
 echo 'obj-m += sp_amdkfd_stub.o' >> "$bdir/Kbuild"
 if ! make -C "$kdir" M="$bdir" W=1 modules \
 	> "$bdir/build.log" 2>&1 || ! [ -f "$bdir/sp_amdkfd_stub.ko" ]; then
