@@ -286,9 +286,12 @@ install: user install-lib
 
 # Everything install-lib puts under DESTDIR: uninstall removes exactly this.
 # Each exported function also gets a man page alias (.so link) to the page
-# that documents it (scripts/man-aliases.sh), so that 'man sp_buf_alloc' works.
+# that documents it (scripts/man-aliases.sh), so that 'man sp_buf_alloc' works,
+# and man3/libstrixpeer.3 is a .so link to the overview, libstrixpeer(7), so
+# that 'man 3 libstrixpeer' still works.
 MAN3 := $(notdir $(wildcard docs/man/*.3))
 MAN4 := $(notdir $(wildcard docs/man/*.4))
+MAN7 := $(notdir $(wildcard docs/man/*.7))
 MAN8 := $(notdir $(wildcard docs/man/*.8))
 MAN_ALIASES = $(shell scripts/man-aliases.sh docs/man user/lib/libstrixpeer.map)
 CMAKEDIR := $(LIBDIR)/cmake/strixpeer
@@ -299,7 +302,8 @@ INSTALLED = $(LIBDIR)/$(SONAME).0.0 $(LIBDIR)/$(SONAME) $(LIBDIR)/libstrixpeer.s
 	$(INCLUDEDIR)/strixpeer.h $(INCLUDEDIR)/strixpeer/ctl.h $(INCLUDEDIR)/strixpeer/reg.h \
 	$(BINDIR)/strixpeerctl \
 	$(addprefix $(MANDIR)/man3/,$(MAN3)) $(addprefix $(MANDIR)/man4/,$(MAN4)) \
-	$(addprefix $(MANDIR)/man8/,$(MAN8)) \
+	$(addprefix $(MANDIR)/man7/,$(MAN7)) $(addprefix $(MANDIR)/man8/,$(MAN8)) \
+	$(MANDIR)/man3/libstrixpeer.3 \
 	$(foreach a,$(MAN_ALIASES),$(MANDIR)/man3/$(firstword $(subst :, ,$(a))).3) \
 	$(BASHCOMPDIR)/strixpeerctl $(addprefix $(SYSTEMDUNITDIR)/,$(UNITS))
 
@@ -312,7 +316,7 @@ LDCONFIG = if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ] && command -v ldconfi
 
 install-lib: lib
 	install -d $(addprefix $(DESTDIR),$(LIBDIR)/pkgconfig $(CMAKEDIR) $(INCLUDEDIR) \
-		$(BINDIR) $(MANDIR)/man3 $(MANDIR)/man4 $(MANDIR)/man8 $(BASHCOMPDIR) $(SYSTEMDUNITDIR))
+		$(BINDIR) $(MANDIR)/man3 $(MANDIR)/man4 $(MANDIR)/man7 $(MANDIR)/man8 $(BASHCOMPDIR) $(SYSTEMDUNITDIR))
 	install -m 0644 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(SONAME).0.0 $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME).0.0 $(DESTDIR)$(LIBDIR)/libstrixpeer.so
@@ -328,7 +332,9 @@ install-lib: lib
 	install -m 0755 $(B)/install/strixpeerctl $(DESTDIR)$(BINDIR)/
 	install -m 0644 $(addprefix docs/man/,$(MAN3)) $(DESTDIR)$(MANDIR)/man3/
 	install -m 0644 $(addprefix docs/man/,$(MAN4)) $(DESTDIR)$(MANDIR)/man4/
+	install -m 0644 $(addprefix docs/man/,$(MAN7)) $(DESTDIR)$(MANDIR)/man7/
 	install -m 0644 $(addprefix docs/man/,$(MAN8)) $(DESTDIR)$(MANDIR)/man8/
+	echo ".so man7/libstrixpeer.7" > $(DESTDIR)$(MANDIR)/man3/libstrixpeer.3
 	for a in $(MAN_ALIASES); do \
 		echo ".so man3/$${a#*:}" > $(DESTDIR)$(MANDIR)/man3/$${a%%:*}.3 || exit 1; done
 	install -m 0644 user/cli/strixpeerctl.bash-completion $(DESTDIR)$(BASHCOMPDIR)/strixpeerctl

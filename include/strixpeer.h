@@ -8,7 +8,7 @@
  *
  * Build with pkg-config --cflags --libs strixpeer (it adds -libverbs), or
  * CMake's find_package(strixpeer) and strixpeer::strixpeer. Every function,
- * struct and error: libstrixpeer(3). The control plane and NIC registration
+ * struct and error: libstrixpeer(7). The control plane and NIC registration
  * are declared in <strixpeer/ctl.h> and <strixpeer/reg.h>, which this header
  * includes.
  */

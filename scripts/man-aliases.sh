@@ -5,9 +5,10 @@
 #
 # Prints "function:page", once, for every function the library exports (the
 # version script's names) that has no page of its own: the section 3 page
-# whose NAME line lists it, else libstrixpeer.3. 'make install' makes each
-# an alias (a .so link: 'man sp_buf_alloc' shows libstrixpeer(3)); the
-# Debian package turns them into symlinks.
+# whose NAME line lists it (sp_dev_open.3, sp_buf_alloc.3, ...), else
+# libstrixpeer.3 (which make install links to the overview, libstrixpeer(7)).
+# 'make install' makes each an alias (a .so link: 'man sp_buf_free' shows
+# sp_buf_alloc(3)); the Debian package turns them into symlinks.
 set -eu
 dir=$1
 map=$2

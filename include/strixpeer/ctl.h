@@ -15,7 +15,8 @@
 /*
  * Control plane (generic netlink family "strixpeer").
  * These calls need no /dev/strixpeer access; changing the configuration
- * needs CAP_NET_ADMIN.
+ * needs CAP_SYS_ADMIN (the limits are node-wide: not the CAP_NET_ADMIN a
+ * container may hold).
  */
 
 /** Opaque handle on a netlink socket talking to the module. */
@@ -263,14 +264,14 @@ int sp_ctl_peer_pins(struct sp_ctl *ctl, struct sp_peer_pins *p);
 int sp_ctl_config_get(struct sp_ctl *ctl, struct sp_config *cfg);
 
 /**
- * sp_ctl_config_set() - change the configuration (CAP_NET_ADMIN)
+ * sp_ctl_config_set() - change the configuration (CAP_SYS_ADMIN)
  * @ctl: handle
  * @cfg: new values
  * @mask: SP_CONFIG_* bits naming the fields of @cfg to apply
  *
  * All named fields change, or none; the module announces the change.
  *
- * Return: 0, -EPERM without CAP_NET_ADMIN, -EINVAL with the module's
+ * Return: 0, -EPERM without CAP_SYS_ADMIN, -EINVAL with the module's
  * reason in sp_errmsg(), or negative errno.
  */
 int sp_ctl_config_set(struct sp_ctl *ctl, const struct sp_config *cfg,

@@ -40,7 +40,9 @@ expected() {
 		lib/systemd/system/strixpeer-monitor.service
 	for f in docs/man/*.3; do echo "share/man/man3/${f##*/}"; done
 	for f in docs/man/*.4; do echo "share/man/man4/${f##*/}"; done
+	for f in docs/man/*.7; do echo "share/man/man7/${f##*/}"; done
 	for f in docs/man/*.8; do echo "share/man/man8/${f##*/}"; done
+	echo share/man/man3/libstrixpeer.3
 	sed -n 's/^[[:space:]]*\(sp_[a-z0-9_]*\);.*/\1/p' user/lib/libstrixpeer.map | sort -u |
 		while read -r f; do [ -e "docs/man/$f.3" ] || echo "share/man/man3/$f.3"; done
 }
@@ -141,7 +143,8 @@ d=$t/dest/usr/local
 [ "$(runpath "$d/bin/strixpeerctl")" = /usr/local/lib ] &&
 	[ "$(readlink "$d/lib/libstrixpeer.so.1")" = libstrixpeer.so.1.0.0 ] &&
 	[ "$(readlink "$d/lib/libstrixpeer.so")" = libstrixpeer.so.1.0.0 ] &&
-	[ "$(cat "$d/share/man/man3/sp_buf_alloc.3")" = ".so man3/libstrixpeer.3" ]
+	[ "$(cat "$d/share/man/man3/sp_buf_free.3")" = ".so man3/sp_buf_alloc.3" ] &&
+	[ "$(cat "$d/share/man/man3/libstrixpeer.3")" = ".so man7/libstrixpeer.7" ]
 result $? "destdir_cli_runpath_and_links" "RUNPATH '$(runpath "$d/bin/strixpeerctl")'"
 grep -qx 'Requires: libibverbs' "$d/lib/pkgconfig/strixpeer.pc" &&
 	grep -qx 'Requires.private: libnl-genl-3.0' "$d/lib/pkgconfig/strixpeer.pc" &&

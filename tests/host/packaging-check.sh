@@ -87,11 +87,11 @@ done
 [ -n "$ioctls" ] && [ -z "$undoc" ]
 result $? "strixpeer_4_documents_every_parameter_and_ioctl" "undocumented:$undoc"
 
-# Every page in docs/man/ is installed by make install (MAN3, MAN4, MAN8)
-# and shipped by a Debian package and an RPM: section 4 by strixpeer-dkms,
-# 3 by libstrixpeer-dev/-devel, 8 by strixpeer-utils.
+# Every page in docs/man/ is installed by make install (MAN3, MAN4, MAN7,
+# MAN8) and shipped by a Debian package and an RPM: section 4 by
+# strixpeer-dkms, 3 and 7 by libstrixpeer-dev/-devel, 8 by strixpeer-utils.
 miss=""
-for f in docs/man/*.[348]; do
+for f in docs/man/*.[3478]; do
 	page=${f##*/}
 	s=${page##*.}
 	make -s -n install-lib DESTDIR=/D PREFIX=/usr 2> /dev/null |
@@ -99,6 +99,9 @@ for f in docs/man/*.[348]; do
 	case $s in
 	3) grep -qx 'usr/share/man/man3/' debian/libstrixpeer-dev.install &&
 		grep -qx '%{_mandir}/man3/\*' rpm/strixpeer.spec || miss="$miss pkg:$page" ;;
+	7) grep -qx 'usr/share/man/man7/' debian/libstrixpeer-dev.install &&
+		sed -n '/^%files -n libstrixpeer-devel/,/^%files/p' rpm/strixpeer.spec | grep -qx "%{_mandir}/man7/$page\*" ||
+		miss="$miss pkg:$page" ;;
 	4) grep -qx "$f" debian/strixpeer-dkms.manpages &&
 		sed -n '/^%files dkms/,/^%files/p' rpm/strixpeer.spec | grep -qx "%{_mandir}/man4/$page\*" ||
 		miss="$miss pkg:$page" ;;
