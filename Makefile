@@ -76,6 +76,13 @@ LIB_OBJ := $(patsubst user/lib/%.c,$(B)/lib/%.o,$(LIB_SRC))
 STATIC_OBJ := $(patsubst user/lib/%.c,$(B)/static/%.o,$(LIB_SRC))
 PUB_HDR := include/strixpeer.h include/strixpeer/ctl.h include/strixpeer/reg.h
 LIB_HDR := $(PUB_HDR) include/uapi/strixpeer.h user/lib/internal.h
+# One RC queue pair's bring-up (user/rdma/): a static archive for
+# strixpeerctl (doctor, bench) and the test programs, never the library.
+# rc.o needs libibverbs only, rc_cm.o librdmacm too.
+RDMA_SRC := user/rdma/rc.c user/rdma/rc_cm.c
+RDMA_OBJ := $(patsubst user/rdma/%.c,$(B)/sprdma/%.o,$(RDMA_SRC))
+RDMA_HDR := user/rdma/rc.h
+RDMA_A := $(B)/sprdma/libsprdma.a
 # strixpeerctl bench's measuring (user/bench/): a static archive of its
 # own, linked into strixpeerctl only; it uses libstrixpeer's public API,
 # librdmacm for the RDMA figures and libm for the statistics.
@@ -127,7 +134,7 @@ module:
 module-clean:
 	@if [ -f "$(KDIR)/Makefile" ]; then $(MAKE) -C "$(KDIR)" M="$(CURDIR)" clean; fi
 
-$(B) $(B)/tests $(B)/lib $(B)/static $(B)/spbench $(B)/install:
+$(B) $(B)/tests $(B)/lib $(B)/static $(B)/spbench $(B)/sprdma $(B)/install:
 	mkdir -p $@
 
 $(B)/lib/%.o: user/lib/%.c $(LIB_HDR) | $(B)/lib
@@ -153,15 +160,23 @@ $(B)/libstrixpeer.a: $(STATIC_OBJ) $(B)/api.syms
 	rm -f $@
 	ar rcs $@ $(B)/static/strixpeer.o
 
-$(B)/spbench/%.o: user/bench/%.c $(BENCH_HDR) $(PUB_HDR) | $(B)/spbench
+$(B)/sprdma/%.o: user/rdma/%.c $(RDMA_HDR) | $(B)/sprdma
 	$(CC) $(CFLAGS) $(SP_CFLAGS) -c -o $@ $<
+
+$(RDMA_A): $(RDMA_OBJ)
+	rm -f $@
+	ar rcs $@ $(RDMA_OBJ)
+
+$(B)/spbench/%.o: user/bench/%.c $(BENCH_HDR) $(RDMA_HDR) $(PUB_HDR) | $(B)/spbench
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser -c -o $@ $<
 
 $(BENCH_A): $(BENCH_OBJ)
 	rm -f $@
 	ar rcs $@ $(BENCH_OBJ)
 
-$(B)/strixpeerctl: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(BENCH_HDR) $(BENCH_A) $(LIB_SO)
-	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser $(LDFLAGS) -o $@ $(CLI_SRC) $(BENCH_A) \
+$(B)/strixpeerctl: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(BENCH_HDR) $(BENCH_A) $(RDMA_HDR) $(RDMA_A) \
+		$(LIB_SO)
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser $(LDFLAGS) -o $@ $(CLI_SRC) $(BENCH_A) $(RDMA_A) \
 		-L$(B) -lstrixpeer $(CLI_RPATH) $(DOCTOR_LIBS) $(BENCH_LIBS)
 
 # The installation directories, remembered: what embeds them is rebuilt when
@@ -170,9 +185,9 @@ INSTALL_VARS := $(PREFIX) $(LIBDIR) $(INCLUDEDIR) $(CLI_INSTALL_RPATH)
 $(B)/install/vars: FORCE | $(B)/install
 	@echo '$(INSTALL_VARS)' | cmp -s - $@ || echo '$(INSTALL_VARS)' > $@
 
-$(B)/install/strixpeerctl: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(BENCH_HDR) $(BENCH_A) $(LIB_SO) \
-		$(B)/install/vars
-	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser $(LDFLAGS) -o $@ $(CLI_SRC) $(BENCH_A) \
+$(B)/install/strixpeerctl: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(BENCH_HDR) $(BENCH_A) $(RDMA_HDR) \
+		$(RDMA_A) $(LIB_SO) $(B)/install/vars
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser $(LDFLAGS) -o $@ $(CLI_SRC) $(BENCH_A) $(RDMA_A) \
 		-L$(B) -lstrixpeer $(CLI_INSTALL_RPATH) $(DOCTOR_LIBS) $(BENCH_LIBS)
 
 SUBST_DIRS = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
@@ -188,9 +203,10 @@ $(B)/strixpeerConfigVersion.cmake: user/lib/strixpeerConfigVersion.cmake.in VERS
 	$(SUBST_DIRS) $< > $@
 
 # Test programs link the static library, so they run anywhere (VM included).
-$(B)/tests/%: tests/guest/%.c $(TEST_HDR) $(LIB_HDR) $(B)/libstrixpeer.a | $(B)/tests
-	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests/lib -o $@ $< $(B)/libstrixpeer.a \
-		-libverbs $(NL_LIBS) -lpthread
+$(B)/tests/%: tests/guest/%.c $(TEST_HDR) $(LIB_HDR) $(RDMA_HDR) $(B)/libstrixpeer.a $(RDMA_A) \
+		| $(B)/tests
+	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests/lib -Iuser -o $@ $< $(B)/libstrixpeer.a \
+		$(RDMA_A) -libverbs $(NL_LIBS) -lpthread
 
 # libstrixpeer-preload.so (user/preload/): LD_PRELOAD interposer for
 # unmodified verbs programs; links libibverbs only, exports the three
@@ -214,11 +230,11 @@ $(FUZZ_BIN): $(FUZZ_SRC) $(wildcard tests/fuzz/*.h) include/uapi/strixpeer.h | $
 	$(CC) $(CFLAGS) $(SP_CFLAGS) -o $@ $(FUZZ_SRC) -lpthread
 
 # Library and test compiled together with AddressSanitizer and UBSan.
-$(B)/asan/%: tests/guest/%.c $(TEST_HDR) $(LIB_HDR) $(LIB_SRC)
+$(B)/asan/%: tests/guest/%.c $(TEST_HDR) $(LIB_HDR) $(LIB_SRC) $(RDMA_HDR) user/rdma/rc.c
 	@mkdir -p $(B)/asan
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
-		-Itests/lib -o $@ $< $(LIB_SRC) -libverbs $(NL_LIBS) -lpthread
+		-Itests/lib -Iuser -o $@ $< $(LIB_SRC) user/rdma/rc.c -libverbs $(NL_LIBS) -lpthread
 
 # doctor's host test (tests/doctor/): the checks against generated fixture
 # trees, built with AddressSanitizer and UBSan
@@ -226,11 +242,11 @@ DOCTOR_TEST := $(B)/tests/doctor-test
 user: $(DOCTOR_TEST)
 $(DOCTOR_TEST): tests/doctor/doctor-test.c $(DOCTOR_SRC) user/cli/doctor/doctor.h \
 		user/cli/print.c user/cli/holders.c user/cli/holders.h user/cli/util.c \
-		user/cli/util.h $(LIB_HDR) $(LIB_SRC) tests/lib/tap.h | $(B)/tests
+		user/cli/util.h $(LIB_HDR) $(LIB_SRC) $(RDMA_HDR) $(RDMA_SRC) tests/lib/tap.h | $(B)/tests
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
-		-Itests/lib -Iuser/cli/doctor -o $@ $< $(DOCTOR_SRC) user/cli/print.c user/cli/holders.c \
-		user/cli/util.c \
+		-Itests/lib -Iuser -Iuser/cli/doctor -o $@ $< $(DOCTOR_SRC) user/cli/print.c user/cli/holders.c \
+		user/cli/util.c $(RDMA_SRC) \
 		$(LIB_SRC) $(NL_LIBS) $(DOCTOR_LIBS) -lpthread
 
 # strixpeerctl bench's plot (tests/bench/): user/bench/ with the library,
@@ -238,10 +254,11 @@ $(DOCTOR_TEST): tests/doctor/doctor-test.c $(DOCTOR_SRC) user/cli/doctor/doctor.
 BENCH_PLOT_TEST := $(B)/tests/bench-plot-test
 user: $(BENCH_PLOT_TEST)
 $(BENCH_PLOT_TEST): tests/bench/plot-test.c $(BENCH_SRC) $(BENCH_HDR) $(LIB_HDR) $(LIB_SRC) \
-		tests/lib/tap.h | $(B)/tests
+		$(RDMA_HDR) $(RDMA_SRC) tests/lib/tap.h | $(B)/tests
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
-		-Itests/lib -Iuser/bench -o $@ $< $(BENCH_SRC) $(LIB_SRC) $(BENCH_LIBS) $(NL_LIBS) -lpthread
+		-Itests/lib -Iuser -Iuser/bench -o $@ $< $(BENCH_SRC) $(LIB_SRC) $(RDMA_SRC) $(BENCH_LIBS) \
+		$(NL_LIBS) -lpthread
 
 # The examples (examples/), built like the tests against the static
 # library. An example whose engine is not installed (libucx-dev,

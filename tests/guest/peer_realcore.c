@@ -18,7 +18,7 @@
 #define LEN	(4 * MiB)
 
 struct two {
-	struct node t, i;	/* target (rxe1, the dma-buf), initiator (rxe0) */
+	struct sp_rc t, i;	/* target (rxe1, the dma-buf), initiator (rxe0) */
 	struct conn_info ti, ii;
 	uint8_t *host;
 	struct ibv_mr *hmr;
@@ -70,37 +70,6 @@ static void two_close(struct two *w)
 	free(w->host);
 }
 
-/* One completion of @n, whatever its status; bounded. */
-static struct ibv_wc wait_any(struct node *n)
-{
-	struct ibv_wc wc;
-
-	for (int waited = 0;; waited += 1000) {
-		struct pollfd pfd = { .fd = n->ch->fd, .events = POLLIN };
-		struct ibv_cq *cq;
-		void *cq_ctx;
-		int r;
-
-		CHECK_OK(ibv_req_notify_cq(n->cq, 0));
-		r = ibv_poll_cq(n->cq, 1, &wc);
-		CHECK(r >= 0, "poll_cq");
-		if (r == 1)
-			return wc;
-		r = poll(&pfd, 1, 1000);
-		if (r == 0) {
-			struct ibv_qp_attr a = { 0 };
-			struct ibv_qp_init_attr ia;
-
-			ibv_query_qp(n->qp, &a, IBV_QP_STATE, &ia);
-			CHECK(waited < WAIT_MS, "%s: no completion in %d ms (QP state %d)",
-			      n->name, WAIT_MS, (int)a.qp_state);
-			continue;
-		}
-		CHECK_OK(ibv_get_cq_event(n->ch, &cq, &cq_ctx));
-		ibv_ack_cq_events(cq, 1);
-	}
-}
-
 /* Post one signalled RDMA op from the initiator; its completion. */
 static struct ibv_wc rdma_op(struct two *w, enum ibv_wr_opcode op, uint64_t off, uint64_t len)
 {
@@ -114,7 +83,7 @@ static struct ibv_wc rdma_op(struct two *w, enum ibv_wr_opcode op, uint64_t off,
 		wr.wr.rdma.rkey = w->ti.rkey;
 	}
 	CHECK_OK(ibv_post_send(w->i.qp, &wr, &bad));
-	return wait_any(&w->i);
+	return node_wait_any(&w->i);
 }
 
 static void rdma_ok(struct two *w, enum ibv_wr_opcode op, uint64_t off, uint64_t len)
@@ -166,7 +135,7 @@ static void rdma_all(struct two *w, uint8_t *buf)
 	CHECK_OK(ibv_post_recv(w->t.qp, &rwr, &rbad));
 	sp_fill(w->host + 2 * MiB, 64 * 1024, 2 * MiB, 13);
 	rdma_ok(w, IBV_WR_SEND, 2 * MiB, 64 * 1024);
-	wc = wait_any(&w->t);
+	wc = node_wait_any(&w->t);
 	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV && wc.byte_len == 64 * 1024,
 	      "recv: %s opcode %d len %u", ibv_wc_status_str(wc.status), wc.opcode, wc.byte_len);
 	CHECK(sp_verify(buf + 2 * MiB, 64 * 1024, 2 * MiB, 13) < 0, "SEND not seen");

@@ -59,7 +59,7 @@ enum kind { K_STRIXPEER, K_MMAP };
 enum order { DEREG_THEN_FREE, FREE_THEN_DEREG };
 
 struct churn {
-	struct node ini, tgt;
+	struct sp_rc ini, tgt;
 	struct conn_info ini_ci, tgt_ci;
 	uint8_t *host;
 	struct ibv_mr *host_mr;
@@ -149,23 +149,6 @@ static int page_node(void *p)
 	return node;
 }
 
-static const char *qp_state_name(enum ibv_qp_state s)
-{
-	static const char *const names[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };
-
-	return (unsigned int)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
-}
-
-static enum ibv_qp_state qp_state(struct node *n)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr ia;
-
-	if (ibv_query_qp(n->qp, &a, IBV_QP_STATE, &ia))
-		return (enum ibv_qp_state)-1;
-	return a.qp_state;
-}
-
 /*
  * Wait until @n's QP reaches @want, at most c->wait_ms. rxe's completer
  * posts the error completion before it moves the QP to ERR (rxe_comp.c:
@@ -173,17 +156,17 @@ static enum ibv_qp_state qp_state(struct node *n)
  * read RTS just after its error completion; the responder moves when the
  * NAK is sent. Returns the last state read.
  */
-static enum ibv_qp_state wait_qp_state(struct churn *c, struct node *n, enum ibv_qp_state want)
+static enum ibv_qp_state wait_qp_state(struct churn *c, struct sp_rc *n, enum ibv_qp_state want)
 {
 	uint64_t deadline = now_ms() + c->wait_ms;
 	enum ibv_qp_state s;
 
-	while ((s = qp_state(n)) != want && now_ms() < deadline)
+	while ((s = sp_rc_qp_state(n)) != want && now_ms() < deadline)
 		usleep(1000);
 	return s;
 }
 
-static void dump_qp(struct node *n)
+static void dump_qp(struct sp_rc *n)
 {
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr ia;
@@ -196,12 +179,12 @@ static void dump_qp(struct node *n)
 	}
 	tap_diag("  %s qp %u: state %s (cur %s) sq_psn %u rq_psn %u dest_qp %u access 0x%x "
 		 "mtu %d timeout %u retry %u rnr_retry %u sq_draining %u", n->name, n->qp->qp_num,
-		 qp_state_name(a.qp_state), qp_state_name(a.cur_qp_state), a.sq_psn, a.rq_psn,
+		 sp_rc_qp_state_str(a.qp_state), sp_rc_qp_state_str(a.cur_qp_state), a.sq_psn, a.rq_psn,
 		 a.dest_qp_num, a.qp_access_flags, a.path_mtu, a.timeout, a.retry_cnt,
 		 a.rnr_retry, a.sq_draining);
 }
 
-static void dump_cq(struct node *n)
+static void dump_cq(struct sp_rc *n)
 {
 	struct ibv_wc wc[8];
 	int r, total = 0;
@@ -272,29 +255,13 @@ static void report(struct churn *c, unsigned int it, const char *why)
  * The first completion on @n's CQ, waiting at most c->wait_ms (events, no
  * busy polling). Returns 1 with *wc filled, 0 on timeout.
  */
-static int wait_wc(struct churn *c, struct node *n, struct ibv_wc *wc)
+static int wait_wc(struct churn *c, struct sp_rc *n, struct ibv_wc *wc)
 {
-	uint64_t deadline = now_ms() + c->wait_ms;
+	char why[256];
+	int r = sp_rc_wait(n, wc, (int)c->wait_ms, why, sizeof(why));
 
-	for (;;) {
-		struct pollfd pfd = { .fd = n->ch->fd, .events = POLLIN };
-		struct ibv_cq *cq;
-		void *cq_ctx;
-		int r;
-
-		CHECK_OK(ibv_req_notify_cq(n->cq, 0));
-		r = ibv_poll_cq(n->cq, 1, wc);
-		CHECK(r >= 0, "poll_cq");
-		if (r == 1)
-			return 1;
-		if (now_ms() >= deadline)
-			return 0;
-		r = poll(&pfd, 1, 100);
-		if (r == 1) {
-			CHECK_OK(ibv_get_cq_event(n->ch, &cq, &cq_ctx));
-			ibv_ack_cq_events(cq, 1);
-		}
-	}
+	CHECK(r == 0 || r == -ETIMEDOUT, "%s", why);
+	return r == 0;
 }
 
 static void set_nonblocking(struct ibv_comp_channel *ch)
@@ -316,11 +283,10 @@ static void qps_connect(struct churn *c)
 /* After a failure: both QPs back to RESET, drained, and connected again. */
 static void qps_reset(struct churn *c)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
 	struct ibv_wc wc;
 
-	CHECK_OK(ibv_modify_qp(c->ini.qp, &a, IBV_QP_STATE));
-	CHECK_OK(ibv_modify_qp(c->tgt.qp, &a, IBV_QP_STATE));
+	CHECK_OK(sp_rc_reset(&c->ini));
+	CHECK_OK(sp_rc_reset(&c->tgt));
 	while (ibv_poll_cq(c->ini.cq, 1, &wc) > 0 || ibv_poll_cq(c->tgt.cq, 1, &wc) > 0)
 		;
 	qps_connect(c);
@@ -329,21 +295,10 @@ static void qps_reset(struct churn *c)
 /* New QPs (the first WRITE on a fresh connection). */
 static void qps_recreate(struct churn *c)
 {
-	struct ibv_qp_init_attr qa = { 0 };
-	struct node *ns[2] = { &c->ini, &c->tgt };
+	char why[256];
 
-	for (int i = 0; i < 2; i++) {
-		CHECK_OK(ibv_destroy_qp(ns[i]->qp));
-		qa.send_cq = ns[i]->cq;
-		qa.recv_cq = ns[i]->cq;
-		qa.qp_type = IBV_QPT_RC;
-		qa.cap.max_send_wr = 16;
-		qa.cap.max_recv_wr = 16;
-		qa.cap.max_send_sge = 1;
-		qa.cap.max_recv_sge = 1;
-		ns[i]->qp = ibv_create_qp(ns[i]->pd, &qa);
-		CHECK(ns[i]->qp, "create_qp: %s", strerror(errno));
-	}
+	CHECK(sp_rc_qp_create(&c->ini, why, sizeof(why)) == 0, "%s", why);
+	CHECK(sp_rc_qp_create(&c->tgt, why, sizeof(why)) == 0, "%s", why);
 	qps_connect(c);
 }
 
@@ -372,7 +327,7 @@ static void churn_open(struct churn *c)
 
 static void churn_close(struct churn *c)
 {
-	struct node *ns[2] = { &c->ini, &c->tgt };
+	struct sp_rc *ns[2] = { &c->ini, &c->tgt };
 
 	CHECK_OK(ibv_dereg_mr(c->host_mr));
 	free(c->host);
@@ -452,11 +407,11 @@ static int churn_one(struct churn *c, unsigned int it, enum kind kind, enum orde
 		report(c, it, why);
 		ok = 0;
 	}
-	si = qp_state(&c->ini);
-	st = qp_state(&c->tgt);
+	si = sp_rc_qp_state(&c->ini);
+	st = sp_rc_qp_state(&c->tgt);
 	if (ok && (si != IBV_QPS_RTS || st != IBV_QPS_RTS)) {
 		snprintf(why, sizeof(why), "after the WRITE: %s qp %s, %s qp %s", c->ini.name,
-			 qp_state_name(si), c->tgt.name, qp_state_name(st));
+			 sp_rc_qp_state_str(si), c->tgt.name, sp_rc_qp_state_str(st));
 		report(c, it, why);
 		ok = 0;
 	}
@@ -565,8 +520,8 @@ static void stale_keys_fail_loudly(void)
 			if (ini_s != IBV_QPS_ERR || tgt_s != IBV_QPS_ERR)
 				report(&c, 0, "the QPs did not both reach ERR after the access error");
 			CHECK(ini_s == IBV_QPS_ERR && tgt_s == IBV_QPS_ERR,
-			      "QPs %s/%s %u ms after the access error", qp_state_name(ini_s),
-			      qp_state_name(tgt_s), c.wait_ms);
+			      "QPs %s/%s %u ms after the access error", sp_rc_qp_state_str(ini_s),
+			      sp_rc_qp_state_str(tgt_s), c.wait_ms);
 			CHECK_OK(ibv_dereg_mr(mr));
 			mem_free(&small);
 			qps_reset(&c);
@@ -671,9 +626,9 @@ static int write_ok(struct churn *c, unsigned int it, struct ibv_mr *lmr, void *
 	else if ((wrong = sp_verify(raddr, len, 0, seed)) >= 0)
 		snprintf(why, sizeof(why), "%s: WRITE of %u bytes completed, byte %lld wrong", what,
 			 len, (long long)wrong);
-	else if (qp_state(&c->ini) != IBV_QPS_RTS || qp_state(&c->tgt) != IBV_QPS_RTS)
+	else if (sp_rc_qp_state(&c->ini) != IBV_QPS_RTS || sp_rc_qp_state(&c->tgt) != IBV_QPS_RTS)
 		snprintf(why, sizeof(why), "%s: after the WRITE: QPs %s/%s", what,
-			 qp_state_name(qp_state(&c->ini)), qp_state_name(qp_state(&c->tgt)));
+			 sp_rc_qp_state_str(sp_rc_qp_state(&c->ini)), sp_rc_qp_state_str(sp_rc_qp_state(&c->tgt)));
 	else
 		return 0;
 	report(c, it, why);
@@ -700,7 +655,7 @@ static int one_folio(const uint8_t *addr, char *why, size_t whylen)
 }
 
 /* One of rxe's hw_counters (0 when absent). */
-static uint64_t rxe_counter(const struct node *n, const char *name)
+static uint64_t rxe_counter(const struct sp_rc *n, const char *name)
 {
 	char path[160];
 	unsigned long long v = 0;
@@ -836,7 +791,7 @@ static int write_beyond(struct churn *c, unsigned int it, struct ibv_mr *lmr, vo
 	if (si == IBV_QPS_ERR && st == IBV_QPS_ERR)
 		return 0;
 	snprintf(why, sizeof(why), "%s: after the access error: QPs %s/%s", where,
-		 qp_state_name(si), qp_state_name(st));
+		 sp_rc_qp_state_str(si), sp_rc_qp_state_str(st));
 	report(c, it, why);
 	return -1;
 }

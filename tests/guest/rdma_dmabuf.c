@@ -62,7 +62,7 @@ static uint64_t xlen(void)
 
 /* rxe0 (initiator, host memory) and rxe1 (target, the dma-buf MR). */
 struct two {
-	struct node a, b;
+	struct sp_rc a, b;
 	uint8_t *host;
 };
 
@@ -107,8 +107,6 @@ static struct ibv_wc rdma_op(struct two *t, enum ibv_wr_opcode op, uint64_t loca
 		.lkey = t->a.mr->lkey,
 	};
 	struct ibv_send_wr wr = { 0 }, *bad;
-	struct ibv_wc wc;
-	int waited = 0;
 
 	wr.wr_id = 1;
 	wr.sg_list = &sge;
@@ -118,32 +116,7 @@ static struct ibv_wc rdma_op(struct two *t, enum ibv_wr_opcode op, uint64_t loca
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
 	CHECK_OK(ibv_post_send(t->a.qp, &wr, &bad));
-	for (;;) {
-		struct pollfd pfd = { .fd = t->a.ch->fd, .events = POLLIN };
-		struct ibv_cq *cq;
-		void *ctx;
-		int r;
-
-		CHECK_OK(ibv_req_notify_cq(t->a.cq, 0));
-		r = ibv_poll_cq(t->a.cq, 1, &wc);
-		CHECK(r >= 0, "poll_cq");
-		if (r == 1)
-			return wc;
-		r = poll(&pfd, 1, 1000);
-		if (r == 0) {
-			struct ibv_qp_attr a = { 0 };
-			struct ibv_qp_init_attr ia;
-
-			waited += 1000;
-			if (waited < WAIT_MS)
-				continue;
-			ibv_query_qp(t->a.qp, &a, IBV_QP_STATE, &ia);
-			CHECK(0, "no completion of opcode %d in %d ms (QP state %d)", op, WAIT_MS,
-			      (int)a.qp_state);
-		}
-		CHECK_OK(ibv_get_cq_event(t->a.ch, &cq, &ctx));
-		ibv_ack_cq_events(cq, 1);
-	}
+	return node_wait_any(&t->a);
 }
 
 static void rdma_ok(struct two *t, enum ibv_wr_opcode op, uint64_t local_off, uint64_t raddr,
@@ -311,7 +284,7 @@ static void test_dmabuf_mr_unprivileged_handed_fd(void)
 	struct rlimit rl = { .rlim_cur = 64 * 1024, .rlim_max = 64 * 1024 };
 	uint64_t iova, res[2];
 	struct conn_info ia, ib, me, peer;
-	struct node a = { 0 }, b = { 0 };
+	struct sp_rc a = { 0 }, b = { 0 };
 	struct ibv_mr *mr;
 	struct sp_xbuf x;
 	struct two t;

@@ -480,7 +480,7 @@ static struct vgem_target vt;
 
 #define E2E_LEN	(8 * MiB)
 
-static void vgem_setup(struct node *n, struct sp_dev *dev)
+static void vgem_setup(struct sp_rc *n, struct sp_dev *dev)
 {
 	struct sp_drm_prime_handle back = { .flags = O_RDWR | O_CLOEXEC };
 	int fd;
@@ -509,7 +509,7 @@ static void vgem_setup(struct node *n, struct sp_dev *dev)
 		sp_reg_path_name(sp_mr_path(vt.mr)));
 }
 
-static void vgem_teardown(struct node *n)
+static void vgem_teardown(struct sp_rc *n)
 {
 	(void)n;
 	CHECK_OK(sp_dereg_mr(vt.mr));

@@ -19,6 +19,8 @@
 #include <sys/socket.h>
 #include <infiniband/verbs.h>
 
+#include "rdma/rc.h"
+
 #define TARGET_BUF	(80 * MiB)
 #define WAIT_MS		120000
 
@@ -31,18 +33,11 @@ struct conn_info {
 	union ibv_gid gid;
 };
 
-struct node {
-	const char *name;
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_comp_channel *ch;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_mr *mr;
-	int gid_index;
-	uint8_t *buf;
-	uint64_t len;
-};
+/*
+ * A node is rdma/rc.h's struct sp_rc: one device's PD, channel, CQ and RC
+ * QP (the bring-up strixpeerctl doctor and bench use too), with the node's
+ * registered buffer in its mr/buf/len.
+ */
 
 /* Control messages between the two processes. */
 enum { CMD_FILL = 1, CMD_VERIFY, CMD_POST_RECV, CMD_WAIT_RECV, CMD_INFO, CMD_QUIT };
@@ -75,155 +70,80 @@ static const char *dev_name(const char *env, const char *def)
 	return v && *v ? v : def;
 }
 
-/* The RoCE v2 GID carrying the device's IPv4 address. */
-static int find_gid(struct node *n)
+/* @name's port 1, addressed by the RoCE v2 GID carrying its IPv4 address. */
+static void node_open(struct sp_rc *n, const char *name)
 {
-	struct ibv_gid_entry ents[32];
-	ssize_t cnt = ibv_query_gid_table(n->ctx, ents, 32, 0);
+	const struct ibv_qp_cap cap = {
+		.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1,
+	};
+	char why[256];
+	int r = sp_rc_open(n, name, 1, 64, &cap, 0, why, sizeof(why));
 
-	CHECK(cnt > 0, "%s: no GIDs", n->name);
-	for (ssize_t i = 0; i < cnt; i++) {
-		const uint8_t *r = ents[i].gid.raw;
-		static const uint8_t v4[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
-		if (ents[i].gid_type == IBV_GID_TYPE_ROCE_V2 && memcmp(r, v4, 12) == 0)
-			return (int)ents[i].gid_index;
-	}
-	tap_fail(__FILE__, __LINE__, "find_gid", "%s: no RoCE v2 IPv4 GID (is the netdev up with an address?)",
-		 n->name);
-}
-
-static void node_open(struct node *n, const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_qp_init_attr qa = { 0 };
-
-	CHECK(list, "ibv_get_device_list: %s", strerror(errno));
-	n->name = name;
-	for (int i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			n->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!n->ctx)
+	if (r == -ENODEV)
 		SKIP("verbs device %s not present (Soft-RoCE not set up)", name);
-	n->pd = ibv_alloc_pd(n->ctx);
-	n->ch = ibv_create_comp_channel(n->ctx);
-	CHECK(n->pd && n->ch, "pd/channel");
-	n->cq = ibv_create_cq(n->ctx, 64, NULL, n->ch, 0);
-	CHECK(n->cq, "cq: %s", strerror(errno));
-	qa.send_cq = n->cq;
-	qa.recv_cq = n->cq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = 16;
-	qa.cap.max_recv_wr = 16;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
-	n->qp = ibv_create_qp(n->pd, &qa);
-	CHECK(n->qp, "qp: %s", strerror(errno));
-	n->gid_index = find_gid(n);
+	CHECK(r == 0, "%s", why);
+	CHECK(n->gid_v4, "%s: no RoCE v2 IPv4 GID (is the netdev up with an address?)", n->name);
 }
 
-static struct conn_info node_info(struct node *n)
+static struct conn_info node_info(struct sp_rc *n)
 {
 	struct conn_info ci = { 0 };
+	struct sp_rc_addr a;
 
-	ci.qpn = n->qp->qp_num;
-	ci.psn = (uint32_t)(getpid() * 7919) & 0xffffff;
+	sp_rc_local_addr(n, (uint32_t)(getpid() * 7919), &a);
+	ci.qpn = a.qpn;
+	ci.psn = a.psn;
 	ci.rkey = n->mr ? n->mr->rkey : 0;
 	ci.addr = (uintptr_t)n->buf;
-	CHECK_OK(ibv_query_gid(n->ctx, 1, n->gid_index, &ci.gid));
+	ci.gid = a.gid;
 	return ci;
 }
 
 /*
- * RESET -> RTS. @timeout is the local ACK timeout (4.096 us << timeout;
- * rdma_pair uses 14, 67 ms), @retry_cnt the requester's transport retry
- * count: 7 is what rdma_pair's own tests use, and rxe's completer never
- * counts it down (a WRITE whose NAK is lost is retried forever:
+ * RESET -> RTS (rdma/rc.h). @timeout is the local ACK timeout (4.096 us <<
+ * timeout; rdma_pair uses 14, 67 ms), @retry_cnt the requester's transport
+ * retry count: 7 is what rdma_pair's own tests use, and rxe's completer
+ * never counts it down (a WRITE whose NAK is lost is retried forever:
  * rxe_comp.c); 0-6 make such a WRITE fail with IBV_WC_RETRY_EXC_ERR after
  * retry_cnt + 1 timeouts.
  */
-static void node_connect_opts(struct node *n, const struct conn_info *me,
+static void node_connect_opts(struct sp_rc *n, const struct conn_info *me,
 			      const struct conn_info *peer, uint8_t timeout, uint8_t retry_cnt)
 {
-	struct ibv_qp_attr a;
+	const struct sp_rc_path path = {
+		.mtu = IBV_MTU_1024, .timeout = timeout, .retry_cnt = retry_cnt, .rnr_retry = 7,
+		.rd_atomic = 4, .hop_limit = 1,
+	};
+	struct sp_rc_addr to = { .qpn = peer->qpn, .psn = peer->psn, .gid = peer->gid };
+	char why[256];
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	CHECK_OK(ibv_modify_qp(n->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			       IBV_QP_ACCESS_FLAGS));
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = peer->qpn;
-	a.rq_psn = peer->psn;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = peer->gid;
-	a.ah_attr.grh.sgid_index = (uint8_t)n->gid_index;
-	a.ah_attr.grh.hop_limit = 1;
-	a.ah_attr.port_num = 1;
-	CHECK_OK(ibv_modify_qp(n->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			       IBV_QP_MIN_RNR_TIMER));
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = timeout;
-	a.retry_cnt = retry_cnt;
-	a.rnr_retry = 7;
-	a.sq_psn = me->psn;
-	a.max_rd_atomic = 4;
-	CHECK_OK(ibv_modify_qp(n->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC));
+	CHECK(sp_rc_connect(n, me->psn, &to, &path, why, sizeof(why)) == 0, "%s", why);
 }
 
-static void node_connect(struct node *n, const struct conn_info *me, const struct conn_info *peer)
+static void node_connect(struct sp_rc *n, const struct conn_info *me, const struct conn_info *peer)
 {
 	node_connect_opts(n, me, peer, 14, 7);
 }
 
-/* Waits for one completion (event driven: no busy polling under TCG). */
-static struct ibv_wc node_wait(struct node *n)
+/*
+ * One completion, whatever its status (node_wait_any), or one that must
+ * be a success (node_wait); event driven: no busy polling under TCG. On timeout the QP is in RTS when the peer's QP
+ * went to ERR without a NAK reaching us, or rxe lost it (issue 22); rxe
+ * retries retry_cnt 7 forever (tests/guest/rdma_churn.c).
+ */
+static struct ibv_wc node_wait_any(struct sp_rc *n)
 {
 	struct ibv_wc wc;
-	int waited = 0;
+	char why[256];
 
-	for (;;) {
-		struct pollfd pfd = { .fd = n->ch->fd, .events = POLLIN };
-		struct ibv_cq *cq;
-		void *cq_ctx;
-		int r;
+	CHECK(sp_rc_wait(n, &wc, WAIT_MS, why, sizeof(why)) == 0, "%s", why);
+	return wc;
+}
 
-		CHECK_OK(ibv_req_notify_cq(n->cq, 0));
-		r = ibv_poll_cq(n->cq, 1, &wc);
-		CHECK(r >= 0, "poll_cq");
-		if (r == 1)
-			break;
-		r = poll(&pfd, 1, 1000);
-		if (r == 0) {
-			struct ibv_qp_attr a = { 0 };
-			struct ibv_qp_init_attr ia;
+static struct ibv_wc node_wait(struct sp_rc *n)
+{
+	struct ibv_wc wc = node_wait_any(n);
 
-			waited += 1000;
-			if (waited < WAIT_MS)
-				continue;
-			/*
-			 * QP in RTS: the peer's QP went to ERR without a NAK
-			 * reaching us, or rxe lost it (issue 22); rxe
-			 * retries retry_cnt 7 forever (tests/guest/rdma_churn.c).
-			 */
-			ibv_query_qp(n->qp, &a, IBV_QP_STATE, &ia);
-			CHECK(0, "%s: no completion in %d ms (QP state %d)", n->name, WAIT_MS,
-			      (int)a.qp_state);
-		}
-		CHECK_OK(ibv_get_cq_event(n->ch, &cq, &cq_ctx));
-		ibv_ack_cq_events(cq, 1);
-	}
 	CHECK(wc.status == IBV_WC_SUCCESS, "%s: completion %s (opcode %d)", n->name,
 	      ibv_wc_status_str(wc.status), wc.opcode);
 	return wc;
@@ -242,9 +162,9 @@ static void xfer(int sock, struct msg *m)
  * through another view; teardown() undoes setup().
  */
 struct target_ops {
-	void (*setup)(struct node *n, struct sp_dev *dev);
-	int64_t (*verify)(struct node *n, uint64_t off, uint64_t len, uint32_t seed);
-	void (*teardown)(struct node *n);
+	void (*setup)(struct sp_rc *n, struct sp_dev *dev);
+	int64_t (*verify)(struct sp_rc *n, uint64_t off, uint64_t len, uint32_t seed);
+	void (*teardown)(struct sp_rc *n);
 };
 
 static const struct target_ops *pair_target_ops;
@@ -260,7 +180,7 @@ static void target_main(int sock)
 	struct conn_info me, peer;
 	struct sp_buf_info info;
 	struct sp_buf *buf;
-	struct node n = { 0 };
+	struct sp_rc n = { 0 };
 	struct msg m;
 
 	pin_cpu(1);
@@ -335,7 +255,7 @@ static void target_main(int sock)
 }
 
 struct pair {
-	struct node n;
+	struct sp_rc n;
 	struct conn_info peer;
 	uint8_t *host;
 	uint64_t host_len;

@@ -18,6 +18,7 @@
 
 #include "strixpeer.h"
 #include "uapi/strixpeer.h"
+#include "rdma/rc.h"
 
 #define MiB (1024ULL * 1024)
 #define HUGE_SZ (2 * MiB)
@@ -140,38 +141,26 @@ static inline uint64_t sp_free_bytes(int node)
 	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-/* Position-dependent bytes: any sub-range can be checked on its own. */
+/*
+ * Position-dependent bytes: any sub-range can be checked on its own. The
+ * pattern is rdma/rc.h's, the one strixpeerctl doctor's data-path tests
+ * write (splitmix64's finaliser over position and seed: every bit of both
+ * reaches the byte).
+ */
 static inline uint8_t sp_pattern(uint64_t pos, uint32_t seed)
 {
-	/*
-	 * splitmix64's finaliser over position and seed: every bit of both
-	 * reaches the byte. (The mix used before ignored seeds below 4096,
-	 * so a buffer still holding seed 5's bytes passed for seed 77's.)
-	 */
-	uint64_t x = (pos + 1) * 0x9E3779B97F4A7C15ULL + ((uint64_t)seed + 1) * 0xD1B54A32D192ED03ULL;
-
-	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-	return (uint8_t)(x ^ (x >> 31));
+	return sp_rc_pattern(pos, seed);
 }
 
 static inline void sp_fill(void *p, uint64_t len, uint64_t pos, uint32_t seed)
 {
-	uint8_t *b = p;
-
-	for (uint64_t i = 0; i < len; i++)
-		b[i] = sp_pattern(pos + i, seed);
+	sp_rc_fill(p, len, pos, seed);
 }
 
 /* Returns the index of the first wrong byte, or -1. */
 static inline int64_t sp_verify(const void *p, uint64_t len, uint64_t pos, uint32_t seed)
 {
-	const uint8_t *b = p;
-
-	for (uint64_t i = 0; i < len; i++)
-		if (b[i] != sp_pattern(pos + i, seed))
-			return (int64_t)i;
-	return -1;
+	return sp_rc_verify(p, len, pos, seed);
 }
 
 /* Physical frame of a mapped address (root only), 0 if not present. */

@@ -87,31 +87,20 @@ int sp_bench_port_plus_one(const char *port, char *out, size_t len)
 
 int sp_bench_qp_setup(struct sp_conn *c, const struct sp_bench_opts *o, bool server)
 {
-	struct ibv_qp_init_attr attr;
-
-	c->pd = ibv_alloc_pd(c->id->verbs);
-	if (!c->pd)
-		return sp_bench_fail(errno, "ibv_alloc_pd: %s", strerror(errno));
+	const struct ibv_qp_cap cap = {
+		.max_send_wr = o->depth + 8, .max_recv_wr = SP_RECV_DEPTH + 8,
+		.max_send_sge = 1, .max_recv_sge = 1,
+	};
 	/* the server learns the client's choice from HELLO: it always has one */
-	if ((o->flags & SP_BENCH_EVENTS) || server) {
-		c->ch = ibv_create_comp_channel(c->id->verbs);
-		if (!c->ch)
-			return sp_bench_fail(errno, "ibv_create_comp_channel: %s", strerror(errno));
-	}
+	bool channel = (o->flags & SP_BENCH_EVENTS) || server;
+	char why[256];
+	int ret;
+
+	ret = sp_rc_cm_setup(&c->rc, c->id, (int)(o->depth + SP_RECV_DEPTH + 16), &cap,
+			     channel ? 0 : SP_RC_POLLED, why, sizeof(why));
+	if (ret)
+		return sp_bench_fail(-ret, "%s", why);
 	c->events = (o->flags & SP_BENCH_EVENTS) && !server;
-	c->cq = ibv_create_cq(c->id->verbs, (int)(o->depth + SP_RECV_DEPTH + 16), NULL, c->ch, 0);
-	if (!c->cq)
-		return sp_bench_fail(errno, "ibv_create_cq: %s", strerror(errno));
-	memset(&attr, 0, sizeof(attr));
-	attr.send_cq = c->cq;
-	attr.recv_cq = c->cq;
-	attr.qp_type = IBV_QPT_RC;
-	attr.cap.max_send_wr = o->depth + 8;
-	attr.cap.max_recv_wr = SP_RECV_DEPTH + 8;
-	attr.cap.max_send_sge = 1;
-	attr.cap.max_recv_sge = 1;
-	if (rdma_create_qp(c->id, c->pd, &attr))
-		return sp_bench_fail(errno, "rdma_create_qp: %s", strerror(errno));
 	return 0;
 }
 
@@ -126,18 +115,9 @@ void sp_bench_conn_param(struct rdma_conn_param *p)
 
 void sp_bench_conn_close(struct sp_conn *c)
 {
-	if (c->id) {
+	if (c->id)
 		rdma_disconnect(c->id);
-		if (c->id->qp)
-			rdma_destroy_qp(c->id);
-	}
-	if (c->cq)
-		ibv_destroy_cq(c->cq);
-	if (c->ch)
-		ibv_destroy_comp_channel(c->ch);
-	c->ch = NULL;
-	if (c->pd)
-		ibv_dealloc_pd(c->pd);
+	sp_rc_close(&c->rc);
 	if (c->id)
 		rdma_destroy_ep(c->id);
 	if (c->listen)
@@ -145,8 +125,6 @@ void sp_bench_conn_close(struct sp_conn *c)
 	if (c->sock >= 0)
 		close(c->sock);
 	c->id = c->listen = NULL;
-	c->cq = NULL;
-	c->pd = NULL;
 	c->sock = -1;
 }
 
@@ -167,20 +145,20 @@ static int sp_check_wc(struct sp_conn *c, struct ibv_wc *wc, int n)
 /* Sleep until the CQ has a completion (events mode); -ETIMEDOUT after SP_WAIT_S. */
 static int sp_cq_event(struct sp_conn *c, struct ibv_wc *wc, int max)
 {
-	struct pollfd pfd = { .fd = c->ch->fd, .events = POLLIN };
+	struct pollfd pfd = { .fd = c->rc.ch->fd, .events = POLLIN };
 	struct ibv_cq *cq;
 	void *ctx;
 	int n;
 
-	if (ibv_req_notify_cq(c->cq, 0))
+	if (ibv_req_notify_cq(c->rc.cq, 0))
 		return sp_bench_fail(EIO, "ibv_req_notify_cq failed");
-	n = ibv_poll_cq(c->cq, max, wc);	/* what arrived before the request */
+	n = ibv_poll_cq(c->rc.cq, max, wc);	/* what arrived before the request */
 	if (n)
 		return n;
 	n = poll(&pfd, 1, (int)(SP_WAIT_S * 1000));
 	if (n == 0)
 		return sp_bench_fail(ETIMEDOUT, "no completion for %.0f s", SP_WAIT_S);
-	if (n < 0 || ibv_get_cq_event(c->ch, &cq, &ctx))
+	if (n < 0 || ibv_get_cq_event(c->rc.ch, &cq, &ctx))
 		return sp_bench_fail(EIO, "waiting for a completion event: %s", strerror(errno));
 	ibv_ack_cq_events(cq, 1);
 	return 0;
@@ -196,7 +174,7 @@ int sp_bench_poll(struct sp_conn *c, struct ibv_wc *wc, int max)
 	double deadline = 0;
 
 	for (unsigned long spin = 0;; spin++) {
-		int n = ibv_poll_cq(c->cq, max, wc);
+		int n = ibv_poll_cq(c->rc.cq, max, wc);
 
 		if (n == 0 && c->events)
 			n = sp_cq_event(c, wc, max);
@@ -234,7 +212,7 @@ int sp_bench_post(struct sp_conn *c, enum ibv_wr_opcode op, struct sp_bench_mem 
 	wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
-	ret = ibv_post_send(c->id->qp, &wr, &bad);
+	ret = ibv_post_send(c->rc.qp, &wr, &bad);
 	return ret ? sp_bench_fail(ret, "ibv_post_send: %s", strerror(ret)) : 0;
 }
 
@@ -251,7 +229,7 @@ int sp_bench_post_recv(struct sp_conn *c, struct sp_bench_mem *m, size_t off, si
 	wr.wr_id = 0;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
-	ret = ibv_post_recv(c->id->qp, &wr, &bad);
+	ret = ibv_post_recv(c->rc.qp, &wr, &bad);
 	return ret ? sp_bench_fail(ret, "ibv_post_recv: %s", strerror(ret)) : 0;
 }
 

@@ -16,6 +16,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "bench_int.h"
+#include "rdma/rc.h"
 
 #define SP_BENCH_PROTO		1
 #define SP_RD_DEPTH		16	/* outstanding RDMA READs */
@@ -43,10 +44,8 @@ struct sp_conn {
 	int sock;
 	struct rdma_cm_id *listen;
 	struct rdma_cm_id *id;
-	struct ibv_pd *pd;
-	struct ibv_comp_channel *ch;
-	bool events;			/* sleep on @ch (SP_BENCH_EVENTS) */
-	struct ibv_cq *cq;
+	struct sp_rc rc;		/* rdma/rc.h's PD, channel, CQ, QP on @id */
+	bool events;			/* sleep on rc.ch (SP_BENCH_EVENTS) */
 	unsigned int sends, recvs;	/* completions seen, not yet waited for */
 	pid_t child;
 };

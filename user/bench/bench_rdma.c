@@ -147,7 +147,7 @@ int sp_bench_rdma_serve(const struct sp_bench_opts *o, struct sp_dev *dev, int r
 			r.status = sp_bench_mem_alloc(dev, (enum sp_bench_kind)q.kind, q.size, &m);
 			if (!r.status) {
 				sp_bench_mem_touch(&m);
-				r.status = sp_bench_mem_reg(dev, c.pd, &m, IBV_ACCESS_LOCAL_WRITE |
+				r.status = sp_bench_mem_reg(dev, c.rc.pd, &m, IBV_ACCESS_LOCAL_WRITE |
 							    IBV_ACCESS_REMOTE_WRITE |
 							    IBV_ACCESS_REMOTE_READ);
 			}
@@ -510,7 +510,7 @@ static int sp_rdma_figures(struct sp_bench *b, struct sp_dev *dev, struct sp_con
 				ret = sp_bench_mem_alloc(dev, k, 2 * half, &m);
 				if (!ret) {
 					sp_bench_mem_touch(&m);
-					ret = sp_bench_mem_reg(dev, c->pd, &m, access);
+					ret = sp_bench_mem_reg(dev, c->rc.pd, &m, access);
 				}
 				if (ret) {
 					b->available[k] = false;
@@ -642,7 +642,7 @@ int sp_bench_rdma_run(struct sp_bench *b, struct sp_dev *dev, sp_bench_host_fn *
 		ret = host_part(b, dev, NULL, NULL);
 		goto out;
 	}
-	ret = host_part(b, dev, c.pd, NULL);
+	ret = host_part(b, dev, c.rc.pd, NULL);
 	if (!ret && sp_rdma_figures(b, dev, &c)) {
 		snprintf(b->rdma_reason, sizeof(b->rdma_reason), "stopped: %s", sp_bench_errmsg());
 		sp_bench_progress(b, "RDMA figures stopped: %s", sp_bench_errmsg());

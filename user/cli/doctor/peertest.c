@@ -97,9 +97,7 @@ static int cm_wait(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
 
 struct cm_conn {
 	struct rdma_cm_id *id;
-	struct ibv_pd *pd;
-	struct ibv_comp_channel *ch;
-	struct ibv_cq *cq;
+	struct sp_rc rc;	/* rdma/rc.h's PD, channel, CQ and QP on @id */
 	struct ibv_mr *msg_mr;
 	struct rt_msg msg[2];	/* [0] send, [1] receive */
 	bool got_recv;		/* the receive completed while we waited for a send */
@@ -107,26 +105,16 @@ struct cm_conn {
 
 static int conn_setup(struct cm_conn *k, char *why, size_t len)
 {
-	struct ibv_qp_init_attr qa = { 0 };
+	const struct ibv_qp_cap cap = {
+		.max_send_wr = 32, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1,
+	};
 
-	k->pd = ibv_alloc_pd(k->id->verbs);
-	k->ch = k->pd ? ibv_create_comp_channel(k->id->verbs) : NULL;
-	k->cq = k->ch ? ibv_create_cq(k->id->verbs, 16, NULL, k->ch, 0) : NULL;
-	k->msg_mr = k->cq ? ibv_reg_mr(k->pd, k->msg, sizeof(k->msg), IBV_ACCESS_LOCAL_WRITE) : NULL;
-	if (!k->msg_mr) {
-		snprintf(why, len, "PD/CQ/MR on %s: %s", ibv_get_device_name(k->id->verbs->device),
-			 strerror(errno));
+	if (sp_rc_cm_setup(&k->rc, k->id, 16, &cap, 0, why, len))
 		return -1;
-	}
-	qa.send_cq = k->cq;
-	qa.recv_cq = k->cq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = 32;
-	qa.cap.max_recv_wr = 4;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
-	if (rdma_create_qp(k->id, k->pd, &qa)) {
-		snprintf(why, len, "rdma_create_qp: %s", strerror(errno));
+	k->msg_mr = ibv_reg_mr(k->rc.pd, k->msg, sizeof(k->msg), IBV_ACCESS_LOCAL_WRITE);
+	if (!k->msg_mr) {
+		snprintf(why, len, "registering the message buffer on %s: %s", k->rc.name,
+			 strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -134,20 +122,10 @@ static int conn_setup(struct cm_conn *k, char *why, size_t len)
 
 static void conn_free(struct cm_conn *k)
 {
-	if (k->id && k->id->qp)
-		rdma_destroy_qp(k->id);
 	if (k->msg_mr)
 		ibv_dereg_mr(k->msg_mr);
-	if (k->cq)
-		ibv_destroy_cq(k->cq);
-	if (k->ch)
-		ibv_destroy_comp_channel(k->ch);
-	if (k->pd)
-		ibv_dealloc_pd(k->pd);
 	k->msg_mr = NULL;
-	k->cq = NULL;
-	k->ch = NULL;
-	k->pd = NULL;
+	sp_rc_close(&k->rc);
 }
 
 static int post_recv(struct cm_conn *k)
@@ -155,7 +133,7 @@ static int post_recv(struct cm_conn *k)
 	struct ibv_sge sge = { (uintptr_t)&k->msg[1], sizeof(k->msg[1]), k->msg_mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1 }, *bad;
 
-	return ibv_post_recv(k->id->qp, &wr, &bad);
+	return ibv_post_recv(k->rc.qp, &wr, &bad);
 }
 
 static int send_msg(struct cm_conn *k, char *why, size_t len)
@@ -169,7 +147,7 @@ static int send_msg(struct cm_conn *k, char *why, size_t len)
 	wr.num_sge = 1;
 	wr.opcode = IBV_WR_SEND;
 	wr.send_flags = IBV_SEND_SIGNALED;
-	if (ibv_post_send(k->id->qp, &wr, &bad))
+	if (ibv_post_send(k->rc.qp, &wr, &bad))
 		goto fail;
 	/*
 	 * The peer's answer may complete before our send's completion is
@@ -177,8 +155,8 @@ static int send_msg(struct cm_conn *k, char *why, size_t len)
 	 * wait_recv().
 	 */
 	for (;;) {
-		if (dr_rt_wait_wc(k->ch, k->cq, &wc))
-			goto fail;
+		if (sp_rc_wait(&k->rc, &wc, WAIT_MS, why, len))
+			return -1;
 		if (wc.opcode == IBV_WC_RECV && wc.status == IBV_WC_SUCCESS) {
 			k->got_recv = true;
 			continue;
@@ -201,8 +179,8 @@ static int wait_recv(struct cm_conn *k, char *why, size_t len)
 	if (k->got_recv)
 		return k->msg[1].magic == RT_MAGIC ? 0 : -1;
 	for (int i = 0; i < 64; i++) {
-		if (dr_rt_wait_wc(k->ch, k->cq, &wc)) {
-			snprintf(why, len, "no message from the peer within %d s", WAIT_MS / 1000);
+		if (sp_rc_wait(&k->rc, &wc, WAIT_MS, why, len)) {
+			snprintf(why + strlen(why), len - strlen(why), ": no message from the peer");
 			return -1;
 		}
 		if (wc.status != IBV_WC_SUCCESS) {
@@ -259,7 +237,7 @@ static int serve_one(struct rdma_event_channel *ch, struct rdma_cm_event *req,
 		tgt.status = -ENOMEM;
 	} else {
 		memset(sp_buf_addr(buf), 0, sp_buf_size(buf));
-		mr = ibv_reg_mr(k.pd, sp_buf_addr(buf), hello.size,
+		mr = ibv_reg_mr(k.rc.pd, sp_buf_addr(buf), hello.size,
 				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 		if (!mr) {
 			snprintf(why, sizeof(why), "ibv_reg_mr of the strixpeer buffer: %s", strerror(errno));
@@ -291,7 +269,7 @@ static int serve_one(struct rdma_event_channel *ch, struct rdma_cm_event *req,
 		goto out;
 	k.msg[0] = k.msg[1];
 	k.msg[0].bad = k.msg[1].len > tgt.size ? 0 :
-		       dr_rt_verify(sp_buf_addr(buf), k.msg[1].len, k.msg[1].seed);
+		       sp_rc_verify(sp_buf_addr(buf), k.msg[1].len, 0, k.msg[1].seed);
 	if (send_msg(&k, why, sizeof(why)))
 		goto out;
 	ok = k.msg[0].bad < 0 ? 0 : -1;
@@ -423,8 +401,8 @@ void dr_rt_peer_test(struct dr_ctx *c, struct sp_dev *spdev, const struct dr_rt_
 		snprintf(why, sizeof(why), "no memory for %llu bytes", (unsigned long long)hello.size);
 		goto fail;
 	}
-	dr_rt_fill(host, hello.size, seed);
-	lmr = ibv_reg_mr(k.pd, host, hello.size, IBV_ACCESS_LOCAL_WRITE);
+	sp_rc_fill(host, hello.size, 0, seed);
+	lmr = ibv_reg_mr(k.rc.pd, host, hello.size, IBV_ACCESS_LOCAL_WRITE);
 	if (!lmr || post_recv(&k)) {
 		snprintf(why, sizeof(why), "registering the source buffer: %s", strerror(errno));
 		goto fail;
@@ -442,7 +420,7 @@ void dr_rt_peer_test(struct dr_ctx *c, struct sp_dev *spdev, const struct dr_rt_
 	if (cm_wait(ch, RDMA_CM_EVENT_ESTABLISHED, &ev, WAIT_MS, why, sizeof(why))) {
 		if (strstr(why, "REJECTED") || strstr(why, "UNREACHABLE"))
 			snprintf(why + strlen(why), sizeof(why) - strlen(why),
-				 ": is \"strixpeerctl doctor --serve\" running on %s?", o->peer);
+				 ": is \"strixpeerctl doctor --serve\" of this version running on %s?", o->peer);
 		goto fail;
 	}
 	connected = true;
@@ -455,12 +433,12 @@ void dr_rt_peer_test(struct dr_ctx *c, struct sp_dev *spdev, const struct dr_rt_
 		goto fail;
 	}
 	t0 = dr_rt_now_ns();
-	if (dr_rt_write(k.id->qp, k.ch, k.cq, lmr, tgt.addr, tgt.rkey, hello.size, why, sizeof(why)))
+	if (dr_rt_write(&k.rc, lmr, tgt.addr, tgt.rkey, hello.size, why, sizeof(why)))
 		goto fail;
 	t_write = dr_rt_now_ns() - t0;
 	t0 = dr_rt_now_ns();
 	for (int i = 0; i < LAT_ITERS; i++)
-		if (dr_rt_write(k.id->qp, k.ch, k.cq, lmr, tgt.addr, tgt.rkey, 8, why, sizeof(why)))
+		if (dr_rt_write(&k.rc, lmr, tgt.addr, tgt.rkey, 8, why, sizeof(why)))
 			goto fail;
 	t_lat = (dr_rt_now_ns() - t0) / LAT_ITERS;
 	k.msg[0] = (struct rt_msg){ RT_MAGIC, seed, hello.size, 0 };

@@ -9,8 +9,8 @@
  * judged. This file: the tests on this node (rtutil.c has the pieces both
  * share).
  *
- * Completions are waited for through completion channels (no busy
- * polling), each wait bounded.
+ * The queue pairs are rdma/rc.h's; completions are waited for through
+ * completion channels (no busy polling), each wait bounded.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -31,166 +31,26 @@
 
 /* --- loopback and port-to-port, on this node ------------------------------ */
 
-struct ep {
-	char name[96];
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_comp_channel *ch;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	uint8_t port;
-	bool ib;
-	uint16_t lid;
-	int gid_index;
-	union ibv_gid gid;
-	enum ibv_mtu mtu;
-};
-
-static void ep_close(struct ep *e)
+/* One endpoint: rdma/rc.h's queue pair on @dev/@port. */
+static int ep_open(struct sp_rc *e, const char *dev, unsigned int port, char *why, size_t len)
 {
-	if (e->qp)
-		ibv_destroy_qp(e->qp);
-	if (e->cq)
-		ibv_destroy_cq(e->cq);
-	if (e->ch)
-		ibv_destroy_comp_channel(e->ch);
-	if (e->pd)
-		ibv_dealloc_pd(e->pd);
-	if (e->ctx)
-		ibv_close_device(e->ctx);
-	memset(e, 0, sizeof(*e));
-}
+	const struct ibv_qp_cap cap = {
+		.max_send_wr = 32, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1,
+	};
 
-/* The GID to address this port by: RoCE v2 IPv4, then RoCE v2, then any. */
-static int pick_gid(struct ep *e)
-{
-	struct ibv_gid_entry ents[64];
-	ssize_t n = ibv_query_gid_table(e->ctx, ents, 64, 0);
-	int best = -1, score = -1;
-
-	for (ssize_t i = 0; i < n; i++) {
-		static const uint8_t v4[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-		const uint8_t *raw = ents[i].gid.raw;
-		int s;
-
-		if (ents[i].port_num != e->port)
-			continue;
-		if (ents[i].gid_type == IBV_GID_TYPE_ROCE_V2 && !memcmp(raw, v4, 12))
-			s = 3;
-		else if (ents[i].gid_type == IBV_GID_TYPE_ROCE_V2 && raw[0] != 0xfe)
-			s = 2;
-		else
-			s = 1;
-		if (s > score) {
-			score = s;
-			best = (int)ents[i].gid_index;
-			e->gid = ents[i].gid;
-		}
-	}
-	e->gid_index = best;
-	return best < 0 ? -ENOENT : 0;
-}
-
-static int ep_open(struct ep *e, const char *dev, unsigned int port, char *why, size_t len)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_qp_init_attr qa = { 0 };
-	struct ibv_port_attr pa;
-
-	memset(e, 0, sizeof(*e));
-	snprintf(e->name, sizeof(e->name), "%s/%u", dev, port);
-	e->port = (uint8_t)port;
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), dev))
-			e->ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
-	if (!e->ctx) {
-		snprintf(why, len, "cannot open %s through libibverbs (%s; is its rdma-core provider installed?)",
-			 dev, strerror(errno ? errno : ENODEV));
-		return -1;
-	}
-	if (ibv_query_port(e->ctx, e->port, &pa)) {
-		snprintf(why, len, "ibv_query_port %s: %s", e->name, strerror(errno));
-		return -1;
-	}
-	e->ib = pa.link_layer == IBV_LINK_LAYER_INFINIBAND;
-	e->lid = pa.lid;
-	e->mtu = pa.active_mtu;
-	if (!e->ib && pick_gid(e)) {
-		snprintf(why, len, "%s has no GID to address it by (does its netdev have an IP address?)",
-			 e->name);
-		return -1;
-	}
-	e->pd = ibv_alloc_pd(e->ctx);
-	e->ch = e->pd ? ibv_create_comp_channel(e->ctx) : NULL;
-	e->cq = e->ch ? ibv_create_cq(e->ctx, 64, NULL, e->ch, 0) : NULL;
-	if (!e->cq) {
-		snprintf(why, len, "%s: creating PD/CQ: %s", e->name, strerror(errno));
-		return -1;
-	}
-	qa.send_cq = e->cq;
-	qa.recv_cq = e->cq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = 32;
-	qa.cap.max_recv_wr = 4;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
-	e->qp = ibv_create_qp(e->pd, &qa);
-	if (!e->qp) {
-		snprintf(why, len, "%s: creating an RC QP: %s", e->name, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return sp_rc_open(e, dev, port, 64, &cap, 0, why, len);
 }
 
 /* Moves @e's QP to RTS, connected to @peer's QP. */
-static int ep_connect(struct ep *e, const struct ep *peer, enum ibv_mtu mtu, char *why,
+static int ep_connect(struct sp_rc *e, const struct sp_rc *peer, enum ibv_mtu mtu, char *why,
 		      size_t len)
 {
-	struct ibv_qp_attr a;
+	struct sp_rc_path path = SP_RC_PATH_DEFAULT;
+	struct sp_rc_addr to;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = e->port;
-	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	if (ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
-		goto fail;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = mtu;
-	a.dest_qp_num = peer->qp->qp_num;
-	a.rq_psn = 0x1234;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.port_num = e->port;
-	if (e->ib) {
-		a.ah_attr.dlid = peer->lid;
-	} else {
-		a.ah_attr.is_global = 1;
-		a.ah_attr.grh.dgid = peer->gid;
-		a.ah_attr.grh.sgid_index = (uint8_t)e->gid_index;
-		a.ah_attr.grh.hop_limit = 64;
-	}
-	if (ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			  IBV_QP_MIN_RNR_TIMER))
-		goto fail;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 0x1234;
-	a.max_rd_atomic = 1;
-	if (ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-		goto fail;
-	return 0;
-fail:
-	snprintf(why, len, "%s: connecting its QP to %s: %s", e->name, peer->name, strerror(errno));
-	return -1;
+	path.mtu = mtu;
+	sp_rc_local_addr(peer, 0x1234, &to);
+	return sp_rc_connect(e, 0x1234, &to, &path, why, len);
 }
 
 /* Writes into a strixpeer buffer registered on @dst from host memory on @src. */
@@ -198,7 +58,7 @@ static void run_pair(struct dr_ctx *c, struct sp_dev *spdev, const struct dr_por
 		     const struct dr_port *dst, size_t size)
 {
 	char subj[200], why[256] = "", bw[32], sz[32];
-	struct ep a, b;
+	struct sp_rc a, b;
 	bool same = src == dst;
 	struct ibv_mr *tmr = NULL, *lmr = NULL;
 	struct sp_buf *buf = NULL;
@@ -236,7 +96,7 @@ static void run_pair(struct dr_ctx *c, struct sp_dev *spdev, const struct dr_por
 		snprintf(why, sizeof(why), "no memory for the %zu-byte source buffer", size);
 		goto fail;
 	}
-	dr_rt_fill(host, size, seed);
+	sp_rc_fill(host, size, 0, seed);
 	lmr = ibv_reg_mr(a.pd, host, size, IBV_ACCESS_LOCAL_WRITE);
 	if (!lmr) {
 		snprintf(why, sizeof(why), "ibv_reg_mr of host memory on %s: %s", a.name, strerror(errno));
@@ -246,21 +106,19 @@ static void run_pair(struct dr_ctx *c, struct sp_dev *spdev, const struct dr_por
 	if (ep_connect(&a, &b, mtu, why, sizeof(why)) || ep_connect(&b, &a, mtu, why, sizeof(why)))
 		goto fail;
 	t0 = dr_rt_now_ns();
-	if (dr_rt_write(a.qp, a.ch, a.cq, lmr, (uintptr_t)sp_buf_addr(buf), tmr->rkey, size,
-		       why, sizeof(why)))
+	if (dr_rt_write(&a, lmr, (uintptr_t)sp_buf_addr(buf), tmr->rkey, size, why, sizeof(why)))
 		goto fail;
 	t_write = dr_rt_now_ns() - t0;
-	bad = dr_rt_verify(sp_buf_addr(buf), size, seed);
+	bad = sp_rc_verify(sp_buf_addr(buf), size, 0, seed);
 	if (bad >= 0) {
 		snprintf(why, sizeof(why), "the data arrived wrong: byte %" PRId64 " of the strixpeer buffer is 0x%02x, expected 0x%02x",
-			 bad, ((uint8_t *)sp_buf_addr(buf))[bad], dr_rt_pattern(seed, (uint64_t)bad));
+			 bad, ((uint8_t *)sp_buf_addr(buf))[bad], sp_rc_pattern((uint64_t)bad, seed));
 		goto fail;
 	}
 	/* latency: small writes, one at a time */
 	t0 = dr_rt_now_ns();
 	for (int i = 0; i < LAT_ITERS; i++)
-		if (dr_rt_write(a.qp, a.ch, a.cq, lmr, (uintptr_t)sp_buf_addr(buf), tmr->rkey, 8,
-			       why, sizeof(why)))
+		if (dr_rt_write(&a, lmr, (uintptr_t)sp_buf_addr(buf), tmr->rkey, 8, why, sizeof(why)))
 			goto fail;
 	t_lat = (dr_rt_now_ns() - t0) / LAT_ITERS;
 	dr_rt_fmt_rate(bw, sizeof(bw), size, t_write);
@@ -284,8 +142,8 @@ out:
 	free(host);
 	if (buf)
 		sp_buf_free(buf);
-	ep_close(&a);
-	ep_close(&b);
+	sp_rc_close(&a);
+	sp_rc_close(&b);
 }
 
 

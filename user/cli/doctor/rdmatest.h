@@ -2,9 +2,10 @@
 /*
  * strixpeerctl doctor's data-path test, what its two halves share:
  * rdmatest.c (--rdma-test on this node: loopback and port to port) and
- * peertest.c (--serve, and --peer HOST against it, over librdmacm). The
- * pattern fill/verify, bounded completion waits and one RDMA WRITE are in
- * rtutil.c, which both call; rdmatest.c calls peertest.c for --peer.
+ * peertest.c (--serve, and --peer HOST against it, over librdmacm). Both
+ * bring their queue pairs up with rdma/rc.h (which has the data pattern
+ * and the bounded completion waits) and call rtutil.c; rdmatest.c calls
+ * peertest.c for --peer.
  */
 #ifndef DR_RDMATEST_H
 #define DR_RDMATEST_H
@@ -14,22 +15,23 @@
 #include <infiniband/verbs.h>
 
 #include "doctor.h"
+#include "rdma/rc.h"
 
 struct sp_dev;
 
 #define WAIT_MS		30000		/* every wait: a completion, a CM event */
 #define LAT_ITERS	20		/* latency: 8-byte writes timed */
-#define RT_MAGIC	0x53504454u	/* "SPDT": --serve/--peer messages */
+/*
+ * "SPD2": --serve/--peer messages. The second protocol: rdma/rc.h's data
+ * pattern (the first, "SPDT", had doctor's own); a server of the other
+ * one rejects the connection instead of misreading the bytes.
+ */
+#define RT_MAGIC	0x53504432u
 
 /* rtutil.c */
 uint64_t dr_rt_now_ns(void);
-uint8_t dr_rt_pattern(uint32_t seed, uint64_t i);
-void dr_rt_fill(uint8_t *p, size_t len, uint32_t seed);
-int64_t dr_rt_verify(const uint8_t *p, size_t len, uint32_t seed);
-int dr_rt_wait_wc(struct ibv_comp_channel *ch, struct ibv_cq *cq, struct ibv_wc *wc);
-int dr_rt_write(struct ibv_qp *qp, struct ibv_comp_channel *ch, struct ibv_cq *cq,
-		struct ibv_mr *lmr, uint64_t raddr, uint32_t rkey, size_t len, char *why,
-		size_t wlen);
+int dr_rt_write(struct sp_rc *e, struct ibv_mr *lmr, uint64_t raddr, uint32_t rkey, size_t len,
+		char *why, size_t wlen);
 size_t dr_rt_max_msg(size_t size);
 void dr_rt_fmt_rate(char *out, size_t len, size_t bytes, uint64_t ns);
 /* peertest.c: --peer HOST, the results added to @c */
