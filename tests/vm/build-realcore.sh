@@ -60,9 +60,7 @@ mkdir -p "$cache/src"
 # Debian's linux-source-6.12 of this kernel's upstream version (6.12.118 for
 # 6.12.118+deb12-amd64 and for a debug kernel 6.12.118-<name>).
 up=${kver%%[-+]*}
-srcver=$(cd "$cache/src" && ls linux-source-6.12_"$up"-*_all.deb 2>/dev/null | sed -n '1s/^linux-source-6.12_\(.*\)_all.deb$/\1/p')
-[ -n "$srcver" ] || srcver=$(apt-cache madison linux-source-6.12 2>/dev/null |
-	awk -v up="$up" '$3 ~ "^" up "-" { print $3; exit }')
+srcver=$(tests/vm/kernels.sh srcver "$kver" "$cache/src") || srcver=
 [ -n "$srcver" ] || unsupported "the archive serves no linux-source-6.12 of $up (for $kver)"
 
 hash_of() { cat "$@" | sha256sum | cut -c1-16; }

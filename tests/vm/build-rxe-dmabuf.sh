@@ -57,9 +57,7 @@ ksrc=$top/realcore/src
 mkdir -p "$cache/src" "$ksrc"
 # Debian's linux-source-6.12 of this kernel's upstream version
 up=${kver%%[-+]*}
-srcver=$(cd "$ksrc" && ls linux-source-6.12_"$up"-*_all.deb 2>/dev/null | sed -n '1s/^linux-source-6.12_\(.*\)_all.deb$/\1/p')
-[ -n "$srcver" ] || srcver=$(apt-cache madison linux-source-6.12 2>/dev/null |
-	awk -v up="$up" '$3 ~ "^" up "-" { print $3; exit }')
+srcver=$(tests/vm/kernels.sh srcver "$kver" "$ksrc") || srcver=
 [ -n "$srcver" ] || unsupported "the archive serves no linux-source-6.12 of $up (for $kver)"
 log=$out/build.log
 : > "$log"

@@ -16,6 +16,12 @@
 #                           this checkout's ../shared/kernels/)
 #   kernels.sh kdir <kver>  the headers dir to use as KDIR for that kernel
 #   kernels.sh root <kver>  the unpacked root of that kernel
+#   kernels.sh srcver <kver> <dir>
+#                           the Debian version of the linux-source-6.12 of that
+#                           kernel's upstream version (6.12.118 for
+#                           6.12.118+deb12-amd64 and for a debug 6.12.118-<name>):
+#                           a .deb already in <dir>, else the archive's
+#                           (apt-cache madison); exit 1 when neither has one
 #
 # Cache: ${STRIXPEER_CACHE:-$HOME/.cache/strixpeer}/kernels/<kver>/ (a root
 # with boot/, lib/modules/<kver>/, usr/src/linux-headers-*; complete once it
@@ -364,8 +370,18 @@ root)
 	[ $# -eq 2 ] || die "usage: $0 root <kver>"
 	root_of "$2"
 	;;
+srcver)
+	[ $# -eq 3 ] || die "usage: $0 srcver <kver> <dir>"
+	up=${2%%[-+]*}
+	v=$(cd "$3" 2>/dev/null && ls linux-source-6.12_"$up"-*_all.deb 2>/dev/null |
+		sed -n '1s/^linux-source-6.12_\(.*\)_all.deb$/\1/p')
+	[ -n "$v" ] || v=$(apt-cache madison linux-source-6.12 2>/dev/null |
+		awk -v up="$up" '$3 ~ "^" up "-" { print $3; exit }')
+	[ -n "$v" ] || exit 1
+	echo "$v"
+	;;
 *)
-	echo "usage: $0 fetch | list | kdir <kver> | root <kver>" >&2
+	echo "usage: $0 fetch | list | kdir <kver> | root <kver> | srcver <kver> <dir>" >&2
 	exit 2
 	;;
 esac
