@@ -45,6 +45,13 @@ for seed in "${list[@]}"; do
 	took=$(( $(date +%s) - t0 ))
 	grep -E '^fuzz: (seed|phase .*:.* ops|summary|calls|reports|report|  *replay|.*left out|.*not used|.*warnings|unprivileged|kmemleak scan|seconds spent|succeeded|ioctls answered|.*exporters absent|.*force_sigsegv.*)' "$log" |
 		sed 's/^/# /'
+	# The guest must still start programs: a case whose run broke the
+	# guest's root filesystem (every later exec failing) is no pass.
+	if ! broken=$(env true 2>&1) || ! broken=$(sed -n 1p /etc/os-release 2>&1 > /dev/null); then
+		echo "not ok $n fuzz_seed_${seed}_${secs}s # the guest cannot start programs after the run: ${broken:-env true failed}; kernel: $(dmesg 2>/dev/null | grep -E 'overlayfs|9p' | tail -n 1)"
+		rc=1
+		continue
+	fi
 	case $r in
 	0) echo "ok $n fuzz_seed_${seed}_${secs}s # ${took} s" ;;
 	4) echo "ok $n fuzz_seed_${seed}_${secs}s # SKIP $(tail -n 1 "$log")" ;;
