@@ -566,6 +566,7 @@ static int __init sp_init(void)
 {
 	int ret;
 
+	sp_stats_init();
 	ret = sp_import_init();
 	if (ret)
 		return ret;

@@ -57,7 +57,7 @@ static const struct nla_policy strixpeer_buf_get_nl_policy[STRIXPEER_A_BUF_PID +
 static const struct nla_policy strixpeer_config_set_nl_policy[STRIXPEER_A_CONFIG_REQUIRE_HUGE + 1] = {
 	[STRIXPEER_A_CONFIG_MAX_BUF_SIZE] = NLA_POLICY_MIN(NLA_U64, 4096),
 	[STRIXPEER_A_CONFIG_MAX_PINNED_BYTES] = { .type = NLA_U64 },
-	[STRIXPEER_A_CONFIG_DEFAULT_NODE] = NLA_POLICY_RANGE(NLA_S32, -1, 1023),
+	[STRIXPEER_A_CONFIG_DEFAULT_NODE] = NLA_POLICY_RANGE(NLA_S32, STRIXPEER_NODE_CALLER, 1023),
 	[STRIXPEER_A_CONFIG_REQUIRE_HUGE] = NLA_POLICY_MAX(NLA_U8, 1),
 };
 
@@ -319,10 +319,6 @@ static int sp_nl_buf_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb
 	return skb->len;
 }
 
-#define SP_PUT_STAT(msg, attr, field) \
-	nla_put_u64_64bit(msg, attr, atomic64_read(&sp_stats.field), \
-			  STRIXPEER_A_STATS_PAD)
-
 static int sp_nl_stats_get_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct sk_buff *msg;
@@ -333,27 +329,7 @@ static int sp_nl_stats_get_doit(struct sk_buff *skb, struct genl_info *info)
 		return -ENOMEM;
 	hdr = genlmsg_put_reply(msg, info, &sp_nl_family, 0,
 				STRIXPEER_CMD_STATS_GET);
-	if (!hdr ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_BUFFERS, buffers) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PINNED_BYTES, pinned_bytes) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEAK_PINNED_BYTES, peak_pinned_bytes) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_ALLOCS, allocs) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_FREES, frees) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_FAIL_NOMEM, fail_nomem) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_FAIL_MEMLOCK, fail_memlock) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_FAIL_MAX_BUF_SIZE, fail_max_buf_size) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_FAIL_MAX_PINNED, fail_max_pinned) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_MMAPS, mmaps) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEER_ACQUIRES, peer_acquires) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEER_CLAIMS, peer_claims) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEER_INVALIDATIONS, peer_invalidations) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_DMABUF_EXPORTS, dmabuf_exports) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_DMABUF_ATTACHMENTS, dmabuf_attachments) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEER_MAPS, peer_maps) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_IMPORTS, imports) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEER_REGISTRATIONS, peer_registrations) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEER_PINNED_BYTES, peer_pinned_bytes) ||
-	    SP_PUT_STAT(msg, STRIXPEER_A_STATS_PEER_FAIL_LIMIT, peer_fail_limit) ||
+	if (!hdr || sp_stats_put(msg) ||
 	    nla_put_u64_64bit(msg, STRIXPEER_A_STATS_PEER_PINNED_BYTES_USER,
 			      sp_peer_pinned_by(NETLINK_CB(skb).creds.uid),
 			      STRIXPEER_A_STATS_PAD)) {

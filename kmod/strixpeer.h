@@ -79,6 +79,7 @@ struct sp_file {
 struct device;
 struct dma_buf;
 struct dma_buf_attachment;
+struct sk_buff;
 struct sp_peer_ctx;
 
 /**
@@ -193,7 +194,8 @@ struct sp_buf {
 };
 
 /**
- * struct sp_stats - module-wide counters, exported read-only in sysfs
+ * struct sp_stats - module-wide counters; stats.c's table says which netlink
+ * attribute and sysfs file shows each
  */
 struct sp_stats {
 	atomic64_t buffers;
@@ -219,8 +221,11 @@ struct sp_stats {
 };
 
 extern struct sp_stats sp_stats;
-/* stats.c: the misc device's sysfs groups (stats/) */
+/* stats.c: the misc device's sysfs groups (stats/), filled by sp_stats_init() */
 extern const struct attribute_group *sp_stats_groups[];
+void sp_stats_init(void);
+/* stats.c: every counter into a stats-get reply; -EMSGSIZE when full */
+int sp_stats_put(struct sk_buff *msg);
 
 /*
  * Configuration (params.c): module parameters, also set through netlink's

@@ -6,7 +6,8 @@ docs/netlink/strixpeer.yaml is the source of truth. This compares it with
 include/uapi/strixpeer.h (names and values of every command, attribute,
 limit and feature bit, family and group names) and with kmod/netlink.c
 (each request policy's attributes, types and range checks; which ops need
-admin rights). Prints TAP; exits 1 on any difference.
+admin rights) and kmod/stats.c (the counter table: every stats attribute
+exactly once, every struct sp_stats counter in it). Prints TAP; exits 1 on any difference.
 """
 import os
 import re
@@ -17,7 +18,10 @@ import yaml
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 SPEC = os.path.join(ROOT, "docs/netlink/strixpeer.yaml")
 UAPI = os.path.join(ROOT, "include/uapi/strixpeer.h")
+UAPI_NL = os.path.join(ROOT, "include/uapi/strixpeer_nl.h")
 KMOD = os.path.join(ROOT, "kmod/netlink.c")
+STATS = os.path.join(ROOT, "kmod/stats.c")
+KHDR = os.path.join(ROOT, "kmod/strixpeer.h")
 
 NLA = {"u8": "NLA_U8", "u16": "NLA_U16", "u32": "NLA_U32", "u64": "NLA_U64",
        "s32": "NLA_S32", "s64": "NLA_S64", "string": "NLA_NUL_STRING",
@@ -54,7 +58,9 @@ def uapi_enums(text):
 
 def main():
     spec = yaml.safe_load(open(SPEC))
-    uapi = open(UAPI).read()
+    # the hand-written header and the one YNL generates from the spec
+    # (tests/host/ynl-gen.sh --check compares that one with the generator)
+    uapi = open(UAPI).read() + open(UAPI_NL).read()
     kmod = open(KMOD).read()
     enums = uapi_enums(uapi)
     results = []
@@ -64,7 +70,8 @@ def main():
 
     # family and group names
     p = []
-    if '#define STRIXPEER_GENL_NAME\t\t"%s"' % spec["name"] not in uapi:
+    if not re.search(r'#define STRIXPEER_FAMILY_NAME\s+"%s"' % spec["name"], uapi) or \
+            not re.search(r"#define STRIXPEER_GENL_NAME\s+STRIXPEER_FAMILY_NAME", uapi):
         p.append("STRIXPEER_GENL_NAME is not \"%s\"" % spec["name"])
     for g in spec["mcast-groups"]["list"]:
         if not re.search(r'#define STRIXPEER_MCGRP_%s\s+"%s"' % (c_name(g["name"]), g["name"]), uapi):
@@ -73,15 +80,22 @@ def main():
 
     # definitions: flags -> FEAT bits, enums -> values
     p = []
+    consts = {}
     for d in spec.get("definitions", []):
-        if d["type"] == "flags":
-            for bit, e in enumerate(d["entries"]):
+        entries = [e["name"] if isinstance(e, dict) else e for e in d.get("entries", [])]
+        if d["type"] == "const":
+            consts[d["name"]] = d["value"]
+            name = c_name("strixpeer", d["name"])
+            if not re.search(r"#define %s\s+\(?%d\)?\n" % (name, d["value"]), uapi):
+                p.append("%s is not %d" % (name, d["value"]))
+        elif d["type"] == "flags":
+            for bit, e in enumerate(entries):
                 name = "STRIXPEER_FEAT_" + c_name(e)
                 if not re.search(r"#define %s\s+\(1ULL << %d\)" % (name, bit), uapi):
                     p.append("%s is not bit %d" % (name, bit))
         elif d["type"] == "enum":
             start = d.get("value-start", 0)
-            for i, e in enumerate(d["entries"]):
+            for i, e in enumerate(entries):
                 name = c_name("strixpeer", d["name"], e)
                 if enums.get(name) != start + i:
                     p.append("%s = %s, spec says %d" % (name, enums.get(name), start + i))
@@ -92,6 +106,8 @@ def main():
     sets = {}
     for s in spec["attribute-sets"]:
         sets[s["name"]] = {a["name"]: a for a in s["attributes"]}
+        if "subset-of" in s:
+            continue        # the parent's attributes and ids
         for i, a in enumerate(s["attributes"]):
             name = c_name("strixpeer_a", s["name"], a["name"])
             if enums.get(name) != i + 1:
@@ -143,6 +159,9 @@ def main():
                     p.append("%s: %s is %s, spec says %s" % (pname, cname, ent, spec_attr["type"]))
                 checks = spec_attr.get("checks", {})
                 lo, hi = checks.get("min"), checks.get("max")
+                lo, hi = consts.get(lo, lo), consts.get(hi, hi)
+                for cn, cv in consts.items():       # a bound may be a const's name
+                    ent = ent.replace(c_name("strixpeer", cn), str(cv))
                 if lo is not None and hi is not None:
                     ok = re.search(r"NLA_POLICY_RANGE\(\w+,\s*%d,\s*%d\)" % (lo, hi), ent)
                 elif lo is not None:
@@ -171,6 +190,35 @@ def main():
         if op.get("dump") and ".dumpit" not in block.group(1):
             p.append("%s: spec has a dump, the module none" % op["name"])
     check("module_policies_and_permissions", p)
+
+    # counters: stats.c's table and netlink.c's stats-get reply carry every
+    # attribute of the stats set once; every counter of struct sp_stats is
+    # in the table
+    p = []
+    table = re.findall(r"\{ (NULL|\"\w+\"), (STRIXPEER_A_STATS_\w+),\s*&sp_stats\.(\w+) \}",
+                       open(STATS).read())
+    body = re.search(r"struct sp_stats \{(.*?)\n\};", open(KHDR).read(), re.S)
+    fields = re.findall(r"atomic64_t (\w+);", body.group(1)) if body else []
+    seen = [t[1] for t in table]
+    seen += re.findall(r"sp_stats_put\(msg\) \|\|\s*nla_put_u64_64bit\(msg, (STRIXPEER_A_STATS_\w+)",
+                       kmod)
+    for a in sets["stats"].values():
+        if a["type"] == "pad":
+            continue
+        cname = c_name("strixpeer_a_stats", a["name"])
+        if seen.count(cname) != 1:
+            p.append("%s is put %d times by the stats-get reply" % (cname, seen.count(cname)))
+    for f in fields:
+        if f not in [t[2] for t in table]:
+            p.append("struct sp_stats.%s is not in stats.c's sp_stat_table" % f)
+    for t in table:
+        if t[2] not in fields:
+            p.append("sp_stat_table names sp_stats.%s, not a counter" % t[2])
+        if t[0] != "NULL" and t[0].strip('"') != t[2]:
+            p.append("sysfs file %s shows sp_stats.%s" % (t[0], t[2]))
+    if not table or not fields:
+        p.append("no counter table in kmod/stats.c or no struct sp_stats")
+    check("counters_table", p)
 
     print("TAP version 13")
     print("1..%d" % len(results))
