@@ -75,7 +75,8 @@ LIB_OBJ := $(patsubst user/lib/%.c,$(B)/lib/%.o,$(LIB_SRC))
 # one object whose only global symbols are the API's (the version script's).
 STATIC_OBJ := $(patsubst user/lib/%.c,$(B)/static/%.o,$(LIB_SRC))
 PUB_HDR := include/strixpeer.h include/strixpeer/ctl.h include/strixpeer/reg.h
-LIB_HDR := $(PUB_HDR) include/uapi/strixpeer.h user/lib/internal.h
+UAPI_HDR := include/uapi/strixpeer.h include/uapi/strixpeer_nl.h
+LIB_HDR := $(PUB_HDR) $(UAPI_HDR) user/lib/internal.h
 # One RC queue pair's bring-up (user/rdma/): a static archive for
 # strixpeerctl (doctor, bench) and the test programs, never the library.
 # rc.o needs libibverbs only, rc_cm.o librdmacm too.
@@ -109,7 +110,7 @@ TEST_BIN := $(patsubst tests/guest/%.c,$(B)/tests/%,$(TEST_SRC))
 TEST_HDR := $(wildcard tests/lib/*.h) user/compat/pagemap_scan.h
 
 .PHONY: all user lib module module-clean deps check demo install install-lib clean \
-	dkms-install dkms-remove deb rpm uninstall bench fuzz FORCE
+	dkms-install dkms-remove deb rpm uninstall bench fuzz netlink-gen FORCE
 
 all: module user examples
 
@@ -212,7 +213,7 @@ $(B)/tests/%: tests/guest/%.c $(TEST_HDR) $(LIB_HDR) $(RDMA_HDR) $(B)/libstrixpe
 # unmodified verbs programs; links libibverbs only, exports the three
 # ibv_reg_mr* functions and nothing else.
 PRELOAD_SO := $(B)/libstrixpeer-preload.so
-$(PRELOAD_SO): user/preload/preload.c include/uapi/strixpeer.h
+$(PRELOAD_SO): user/preload/preload.c $(UAPI_HDR)
 	$(CC) $(CFLAGS) $(SP_CFLAGS) -fPIC -shared -fvisibility=hidden \
 		-Wl,-z,defs -Wl,-z,now -o $@ $< -libverbs -lpthread
 
@@ -226,7 +227,7 @@ $(GPUALLOC_SO): tests/preload/gpualloc.c | $(B)/tests
 FUZZ_BIN := $(B)/tests/fuzz
 FUZZ_SRC := $(wildcard tests/fuzz/*.c)
 user: $(FUZZ_BIN)
-$(FUZZ_BIN): $(FUZZ_SRC) $(wildcard tests/fuzz/*.h) include/uapi/strixpeer.h | $(B)/tests
+$(FUZZ_BIN): $(FUZZ_SRC) $(wildcard tests/fuzz/*.h) $(UAPI_HDR) | $(B)/tests
 	$(CC) $(CFLAGS) $(SP_CFLAGS) -o $@ $(FUZZ_SRC) -lpthread
 
 # Library and test compiled together with AddressSanitizer and UBSan.
@@ -298,6 +299,11 @@ bench: deps user
 
 fuzz: deps
 	./tests/vm/fuzz.sh
+
+# include/uapi/strixpeer_nl.h from docs/netlink/strixpeer.yaml, by the
+# kernel's YNL generator (Debian's linux-source-6.12; make check compares).
+netlink-gen:
+	./tests/host/ynl-gen.sh
 
 install: user install-lib
 
@@ -372,7 +378,7 @@ uninstall:
 DKMS_SRC := /usr/src/strixpeer-$(VERSION)
 DKMS_FILES := Kbuild VERSION $(wildcard kmod/*.c kmod/*.h) kmod/conftest.sh \
 	scripts/dkms-post-build.sh \
-	include/uapi/strixpeer.h
+	include/uapi/strixpeer.h include/uapi/strixpeer_nl.h
 
 # The boot-time load the packages ship in /usr/lib/modules-load.d/; from a
 # checkout it goes to /etc/modules-load.d/ (the admin's directory).

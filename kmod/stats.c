@@ -6,10 +6,10 @@
  * that main.c's misc device carries. Every mechanism updates the counters
  * with atomic64 operations; this file calls into none of them.
  *
- * A new counter is a field of struct sp_stats, a line of sp_stat_table[], and
- * its attribute in include/uapi/strixpeer.h and docs/netlink/strixpeer.yaml
- * (tests/host/spec-check.py checks that the table, the header and the spec
- * agree).
+ * A new counter is a field of struct sp_stats, a line of sp_stat_table[] and
+ * its attribute in docs/netlink/strixpeer.yaml ("make netlink-gen" then
+ * regenerates include/uapi/strixpeer_nl.h); tests/host/spec-check.py checks
+ * that the table, the header and the spec agree.
  */
 #include <linux/device.h>
 #include <linux/kernel.h>

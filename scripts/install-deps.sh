@@ -49,6 +49,7 @@ libkmod-dev
 zlib1g-dev
 python3
 python3-yaml
+python3-jsonschema
 valgrind
 dkms
 dh-dkms
@@ -93,7 +94,7 @@ case " $id " in
 	# kernel-devel for the running kernel: DKMS builds against it.
 	FPKGS="gcc make pkgconf-pkg-config kmod kmod-devel zlib-devel libnl3-devel
 rdma-core-devel rdma-core libibverbs-utils elfutils-libelf-devel
-kernel-devel-$(uname -r) dkms rpm-build rpmlint python3 python3-pyyaml
+kernel-devel-$(uname -r) dkms rpm-build rpmlint python3 python3-pyyaml python3-jsonschema
 shadow-utils man-db"
 	missing=""
 	for p in $FPKGS; do

@@ -202,7 +202,7 @@ fi
 
 checkpatch=../shared/tools/checkpatch/checkpatch.pl
 if [ -f "$checkpatch" ]; then
-	if perl "$checkpatch" --no-tree --terse -q -f kmod/*.c kmod/*.h include/uapi/strixpeer.h \
+	if perl "$checkpatch" --no-tree --terse -q -f kmod/*.c kmod/*.h include/uapi/*.h \
 		tests/kmod/*.c tests/kmod/*.h \
 		> "$out/checkpatch.log" 2>&1; then
 		record ok "host/checkpatch_clean"
@@ -217,6 +217,11 @@ fi
 # The netlink spec, the uapi header and the module's policies agree.
 if /usr/bin/python3 tests/host/spec-check.py > "$out/spec-check.tap" 2>&1; then :; fi
 record_tap "host/spec-check" "$out/spec-check.tap"
+# The kernel's YNL generator (Debian's linux-source-6.12, cached) makes the
+# checked-in include/uapi/strixpeer_nl.h from the spec, and its request
+# policies are the module's.
+tests/host/ynl-gen.sh --check > "$out/ynl-gen.tap" 2>&1
+record_tap "host/ynl-gen" "$out/ynl-gen.tap"
 
 # No file circle in user space and no file over 700 lines (each program's
 # objects read with nm; the module's per kernel below).
