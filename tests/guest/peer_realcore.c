@@ -6,10 +6,17 @@
  * ibv_reg_mr() on rxe1, RDMA WRITE / READ / SEND into them from rxe0, bytes
  * checked through the buffer's own mapping; after each invalidation cause
  * the remote operation fails with an error completion and the buffer is
- * left untouched. tests/vm/realcore.sh loads the stack; tests/guest/peer.c's
- * cases need peersim's simulated HCA and run against it instead.
+ * left untouched. The same through sp_gpusim (tests/kmod/gpusim.c, the
+ * amdgpu/TTM-like exporter) as ROCm maps its BOs: a hipMalloc sub-allocation
+ * of a BO registered by plain ibv_reg_mr(), the BO pinned (not evictable)
+ * while registered and movable once deregistered, and hipFree() invalidating
+ * it; gpusim's check of every old backing counts no write after a move.
+ * tests/vm/realcore.sh loads the stack; tests/guest/peer.c's, peer_rocm.c's
+ * and peer_move.c's other cases need peersim's simulated HCA (the DMA it
+ * issues on command, its MR states and timings) and run against it instead.
  */
 #include "peer_util.h"
+#include "gpusim.h"
 /* its two-process pair is not used here, its node helpers are */
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "rdma_pair.h"
@@ -270,6 +277,122 @@ static void invalidate_unimport(void) { invalidate_by(T_UNIMPORT); }
 static void invalidate_close(void) { invalidate_by(T_CLOSE); }
 static void invalidate_munmap(void) { invalidate_by(T_MUNMAP); }
 
+/* A gpusim BO mapped ROCm-style (libhsakmt) in a 64 MiB aperture, zeroed. */
+struct gbo {
+	int gfd;
+	uint32_t handle;
+	uint64_t mmap_offset;
+	uint8_t *ap;
+	size_t len;
+};
+
+static void gbo_new(struct gbo *b, size_t len, uint32_t domain)
+{
+	b->gfd = gpusim_open();
+	b->len = len;
+	b->handle = gpusim_create(b->gfd, len, domain, 0, &b->mmap_offset);
+	b->ap = sp_aperture(64 * MiB, 2 * MiB);
+	sp_rocm_map(b->ap, len, b->gfd, b->mmap_offset);
+	memset(b->ap, 0, len);
+}
+
+static void gbo_free(struct gbo *b)
+{
+	munmap(b->ap, 64 * MiB);
+	close(b->gfd);
+}
+
+/*
+ * hipMalloc sub-allocation: ROCr hands out a piece of a bigger BO; the NIC
+ * registers only that piece. While registered the BO is pinned (TTM never
+ * evicts a pinned BO); after deregistration it can move, with the bytes the
+ * NIC wrote, and no old backing is written.
+ */
+static void rdma_into_gpusim(uint32_t domain)
+{
+	struct sp_gpusim_info gi;
+	uint64_t stale0;
+	uint32_t moved;
+	struct gbo b;
+	struct two w;
+	uint8_t *va;
+
+	gbo_new(&b, 4 * MiB + LEN, domain);
+	va = b.ap + 2 * MiB;	/* the sub-allocation: 2 MiB into the BO */
+	stale0 = gpusim_stats(b.gfd, SP_GPUSIM_STATS_DRAIN).stale_writes;
+	two_open(&w);
+	two_connect(&w, va, LEN);
+	CHECK(peer_stats().registrations == 1 && peer_stats().imports == 1,
+	      "ibv_reg_mr did not come through strixpeer (registrations %llu, imports %llu)",
+	      (unsigned long long)peer_stats().registrations,
+	      (unsigned long long)peer_stats().imports);
+	gi = gpusim_info(b.gfd, b.handle);
+	CHECK(gi.pin_count >= 1 && gi.mappings == 1, "registered: pins %u mappings %u",
+	      gi.pin_count, gi.mappings);
+	rdma_all(&w, va);
+	for (size_t i = 0; i < 2 * MiB; i += 4096)
+		CHECK(b.ap[i] == 0 && b.ap[i + 4095] == 0, "byte %zu, before the sub-allocation, changed", i);
+	CHECK_ERR(gpusim_move(b.gfd, b.handle, 0, SP_GPUSIM_MOVE_EVICT, NULL), EBUSY);
+	two_close(&w);
+	gi = gpusim_info(b.gfd, b.handle);
+	CHECK(gi.pin_count == 0 && gi.mappings == 0, "deregistered: pins %u mappings %u",
+	      gi.pin_count, gi.mappings);
+	CHECK_OK(gpusim_move(b.gfd, b.handle, 0, SP_GPUSIM_MOVE_EVICT | SP_GPUSIM_MOVE_WAIT,
+			     &moved));
+	CHECK(moved == 1, "eviction moved %u BOs", moved);
+	CHECK(sp_verify(va, MiB + 5, 0, 11) < 0, "the WRITE's bytes did not survive the move");
+	gpusim_check_no_stale(b.gfd, stale0);
+	gbo_free(&b);
+	check_all_released();
+}
+
+static void rdma_into_gpusim_gtt_suballoc(void) { rdma_into_gpusim(SP_GPUSIM_DOMAIN_GTT); }
+static void rdma_into_gpusim_vram_suballoc(void) { rdma_into_gpusim(SP_GPUSIM_DOMAIN_VRAM); }
+
+/*
+ * hipFree(): the range goes back to PROT_NONE; the implicit import ends and
+ * invalidates the registration; the NIC's next WRITE fails and the BO (seen
+ * through a second mapping) keeps its bytes; it can then be evicted and no
+ * old backing is written.
+ */
+static void hipfree_invalidates_gpusim(void)
+{
+	struct sp_peer_counters c0;
+	uint64_t stale0;
+	uint8_t *view;
+	struct gbo b;
+	struct two w;
+	int i;
+
+	gbo_new(&b, LEN, SP_GPUSIM_DOMAIN_GTT);
+	stale0 = gpusim_stats(b.gfd, SP_GPUSIM_STATS_DRAIN).stale_writes;
+	view = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, b.gfd, (off_t)b.mmap_offset);
+	CHECK(view != MAP_FAILED, "second mapping: %s", strerror(errno));
+	two_open(&w);
+	two_connect(&w, b.ap, LEN);
+	sp_fill(w.host, 8192, 0, 5);
+	rdma_ok(&w, IBV_WR_RDMA_WRITE, 0, 8192);
+	CHECK(sp_verify(view, 8192, 0, 5) < 0, "first WRITE not seen");
+	c0 = peer_stats();
+	sp_rocm_free(b.ap, LEN);
+	for (i = 0; i < 3000 && peer_stats().invalidations == c0.invalidations; i++)
+		usleep(20000);	/* the implicit import ends from a worker: at most 60 s */
+	CHECK(peer_stats().invalidations == c0.invalidations + 1,
+	      "invalidations %llu -> %llu 60 s after hipFree (imports %llu)",
+	      (unsigned long long)c0.invalidations,
+	      (unsigned long long)peer_stats().invalidations,
+	      (unsigned long long)peer_stats().imports);
+	rdma_refused(&w, view, 4096, 4096, 5);
+	two_close(&w);
+	CHECK_OK(gpusim_move(b.gfd, b.handle, 0, SP_GPUSIM_MOVE_EVICT | SP_GPUSIM_MOVE_WAIT,
+			     NULL));
+	CHECK(sp_verify(view, 8192, 0, 5) < 0, "bytes lost in the move");
+	munmap(view, LEN);
+	gpusim_check_no_stale(b.gfd, stale0);
+	gbo_free(&b);
+	check_all_released();
+}
+
 static const struct tap_case cases[] = {
 	TAP_CASE(client_registered),
 	TAP_CASE(rdma_into_vgem_import),
@@ -277,6 +400,9 @@ static const struct tap_case cases[] = {
 	TAP_CASE(invalidate_unimport),
 	TAP_CASE(invalidate_close),
 	TAP_CASE(invalidate_munmap),
+	TAP_CASE(rdma_into_gpusim_gtt_suballoc),
+	TAP_CASE(rdma_into_gpusim_vram_suballoc),
+	TAP_CASE(hipfree_invalidates_gpusim),
 };
 
 int main(void)

@@ -273,6 +273,13 @@ if [ -n "$with_peer" ]; then
 		gcase ok "realcore_loads" "# SKIP no real core for $(uname -r): $(cat "$realcore/unsupported" 2>/dev/null || echo "tests/vm/build-realcore.sh not run")"
 	elif tests/vm/realcore.sh load "$realcore" $pd_args > "$out/realcore-load.log" 2>&1; then
 		gcase ok "realcore_loads"
+		# sp_gpusim again, for peer_realcore's ROCm-mapped BOs
+		if insmod "$gpusim" 2> "$out/insmod-gpusim-realcore.log"; then
+			gcase ok "gpusim_loads_beside_the_real_core"
+		else
+			gcase "not ok" "gpusim_loads_beside_the_real_core" "# see insmod-gpusim-realcore.log"
+			rc=1
+		fi
 		if build/strixpeerctl status > "$out/realcore-status.txt" 2>&1 &&
 			grep -Eq '^ *available +yes$' "$out/realcore-status.txt"; then
 			gcase ok "realcore_status_says_peerdirect_available"
@@ -324,6 +331,10 @@ if [ -n "$with_peer" ]; then
 			rc=1
 		fi
 		{ rmmod strixpeer; rmmod sp_amdkfd_stub; } >> "$out/realcore-amdkfd.log" 2>&1
+		if [ -d /sys/module/sp_gpusim ] && ! rmmod sp_gpusim 2>> "$out/insmod-gpusim-realcore.log"; then
+			gcase "not ok" "gpusim_unloads_after_the_real_core" "# see insmod-gpusim-realcore.log"
+			rc=1
+		fi
 		if tests/vm/realcore.sh unload > "$out/realcore-unload.log" 2>&1; then
 			gcase ok "realcore_unloads"
 		else
