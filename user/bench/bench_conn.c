@@ -201,19 +201,11 @@ int sp_bench_post(struct sp_conn *c, enum ibv_wr_opcode op, struct sp_bench_mem 
 		.addr = (uintptr_t)(m->addr + off), .length = (uint32_t)len,
 		.lkey = sp_bench_mem_lkey(m),
 	};
-	struct ibv_send_wr wr, *bad;
-	int ret;
+	char why[160];
+	int ret = sp_rc_post(&c->rc, op, &sge, raddr, rkey, wr_id,
+			     signaled ? IBV_SEND_SIGNALED : 0, why, sizeof(why));
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	ret = ibv_post_send(c->rc.qp, &wr, &bad);
-	return ret ? sp_bench_fail(ret, "ibv_post_send: %s", strerror(ret)) : 0;
+	return ret ? sp_bench_fail(-ret, "%s", why) : 0;
 }
 
 int sp_bench_post_recv(struct sp_conn *c, struct sp_bench_mem *m, size_t off, size_t len)

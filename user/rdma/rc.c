@@ -87,16 +87,9 @@ int sp_rc_open(struct sp_rc *e, const char *dev, unsigned int port, int cqe,
 			 e->name);
 		goto out;
 	}
-	e->pd = ibv_alloc_pd(e->ctx);
-	if (e->pd && !(flags & SP_RC_POLLED))
-		e->ch = ibv_create_comp_channel(e->ctx);
-	if (e->pd && (e->ch || (flags & SP_RC_POLLED)))
-		e->cq = ibv_create_cq(e->ctx, cqe, NULL, e->ch, 0);
-	if (!e->cq) {
-		err = neg(errno);
-		snprintf(why, len, "%s: creating PD/CQ: %s", e->name, strerror(-err));
+	err = sp_rc_pd_cq(e, cqe, flags, why, len);
+	if (err)
 		goto out;
-	}
 	if (flags & SP_RC_NO_QP)
 		return 0;
 	err = sp_rc_qp_create(e, why, len);
@@ -105,6 +98,22 @@ int sp_rc_open(struct sp_rc *e, const char *dev, unsigned int port, int cqe,
 out:
 	sp_rc_close(e);
 	return err;
+}
+
+int sp_rc_pd_cq(struct sp_rc *e, int cqe, unsigned int flags, char *why, size_t len)
+{
+	e->pd = ibv_alloc_pd(e->ctx);
+	if (e->pd && !(flags & SP_RC_POLLED))
+		e->ch = ibv_create_comp_channel(e->ctx);
+	if (e->pd && (e->ch || (flags & SP_RC_POLLED)))
+		e->cq = ibv_create_cq(e->ctx, cqe, NULL, e->ch, 0);
+	if (!e->cq) {
+		int err = neg(errno);
+
+		snprintf(why, len, "%s: creating PD/CQ: %s", e->name, strerror(-err));
+		return err;
+	}
+	return 0;
 }
 
 int sp_rc_qp_create(struct sp_rc *e, char *why, size_t len)
@@ -299,20 +308,20 @@ cq_failed:
 	return -EIO;
 }
 
-int sp_rc_post(struct sp_rc *e, enum ibv_wr_opcode op, struct ibv_mr *lmr, uint64_t loff,
-	       uint64_t raddr, uint32_t rkey, uint32_t len, uint64_t wr_id, char *why,
-	       size_t wlen)
+int sp_rc_post(struct sp_rc *e, enum ibv_wr_opcode op, const struct ibv_sge *sge,
+	       uint64_t raddr, uint32_t rkey, uint64_t wr_id, unsigned int send_flags,
+	       char *why, size_t wlen)
 {
-	struct ibv_sge sge = { (uintptr_t)lmr->addr + loff, len, lmr->lkey };
+	struct ibv_sge one = *sge;
 	struct ibv_send_wr wr, *bad;
 	int ret;
 
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
+	wr.sg_list = &one;
 	wr.num_sge = 1;
 	wr.opcode = op;
-	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.send_flags = send_flags;
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
 	ret = ibv_post_send(e->qp, &wr, &bad);
@@ -341,8 +350,9 @@ int sp_rc_rdma(struct sp_rc *e, enum ibv_wr_opcode op, struct ibv_mr *lmr, uint6
 	       uint64_t raddr, uint32_t rkey, uint32_t len, int timeout_ms, char *why,
 	       size_t wlen)
 {
+	struct ibv_sge sge = { (uintptr_t)lmr->addr + loff, len, lmr->lkey };
 	struct ibv_wc wc;
-	int ret = sp_rc_post(e, op, lmr, loff, raddr, rkey, len, 1, why, wlen);
+	int ret = sp_rc_post(e, op, &sge, raddr, rkey, 1, IBV_SEND_SIGNALED, why, wlen);
 
 	if (!ret)
 		ret = sp_rc_wait(e, &wc, timeout_ms, why, wlen);

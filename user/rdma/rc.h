@@ -90,6 +90,8 @@ int sp_rc_open(struct sp_rc *e, const char *dev, unsigned int port, int cqe,
 	       const struct ibv_qp_cap *cap, unsigned int flags, char *why, size_t len);
 /* A new RC QP of e->cap on e's PD and CQ, destroying the one it had. */
 int sp_rc_qp_create(struct sp_rc *e, char *why, size_t len);
+/* PD, channel (unless SP_RC_POLLED) and a CQ of @cqe entries on e->ctx. */
+int sp_rc_pd_cq(struct sp_rc *e, int cqe, unsigned int flags, char *why, size_t len);
 /*
  * Destroys what sp_rc_open() or sp_rc_cm_setup() made (not the caller's
  * @mr, nor a librdmacm id); zeroes @e.
@@ -115,11 +117,17 @@ const char *sp_rc_qp_state_str(enum ibv_qp_state s);
  * QP's state then; -EIO: the CQ failed.
  */
 int sp_rc_wait(struct sp_rc *e, struct ibv_wc *wc, int timeout_ms, char *why, size_t len);
-/* Posts one signalled @op of @len bytes from @lmr at @loff to @raddr/@rkey. */
-int sp_rc_post(struct sp_rc *e, enum ibv_wr_opcode op, struct ibv_mr *lmr, uint64_t loff,
-	       uint64_t raddr, uint32_t rkey, uint32_t len, uint64_t wr_id, char *why,
-	       size_t wlen);
-/* sp_rc_post() and its completion, which must be a success. */
+/*
+ * Posts one @op of @sge to @raddr/@rkey (ignored for a SEND) with
+ * @send_flags (IBV_SEND_SIGNALED for a completion).
+ */
+int sp_rc_post(struct sp_rc *e, enum ibv_wr_opcode op, const struct ibv_sge *sge,
+	       uint64_t raddr, uint32_t rkey, uint64_t wr_id, unsigned int send_flags,
+	       char *why, size_t wlen);
+/*
+ * One signalled @op of @len bytes from @lmr at @loff to @raddr/@rkey and its
+ * completion, which must be a success.
+ */
 int sp_rc_rdma(struct sp_rc *e, enum ibv_wr_opcode op, struct ibv_mr *lmr, uint64_t loff,
 	       uint64_t raddr, uint32_t rkey, uint32_t len, int timeout_ms, char *why,
 	       size_t wlen);

@@ -31,16 +31,9 @@ int sp_rc_cm_setup(struct sp_rc *e, struct rdma_cm_id *id, int cqe,
 	e->cm_id = id;
 	e->port = id->port_num;
 	e->cap = *cap;
-	e->pd = ibv_alloc_pd(e->ctx);
-	if (e->pd && !(flags & SP_RC_POLLED))
-		e->ch = ibv_create_comp_channel(e->ctx);
-	if (e->pd && (e->ch || (flags & SP_RC_POLLED)))
-		e->cq = ibv_create_cq(e->ctx, cqe, NULL, e->ch, 0);
-	if (!e->cq) {
-		err = errno ? errno : EIO;
-		snprintf(why, len, "%s: creating PD/CQ: %s", e->name, strerror(err));
+	err = -sp_rc_pd_cq(e, cqe, flags, why, len);
+	if (err)
 		goto out;
-	}
 	memset(&qa, 0, sizeof(qa));
 	qa.send_cq = e->cq;
 	qa.recv_cq = e->cq;
