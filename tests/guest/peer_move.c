@@ -33,32 +33,6 @@ static void gpusim_param(const char *name, const char *val)
 	write_param(path, val);
 }
 
-/* A BO mapped through the render node at @va (ROCm-style), zeroed. */
-struct mbo {
-	int gfd;
-	uint32_t handle;
-	uint64_t mmap_offset;
-	uint8_t *ap, *va;
-	size_t len;
-};
-
-static void mbo_new(struct mbo *b, size_t len, uint32_t domain)
-{
-	b->gfd = gpusim_open();
-	b->len = len;
-	b->handle = gpusim_create(b->gfd, len, domain, 0, &b->mmap_offset);
-	b->ap = sp_aperture(64 * MiB, 2 * MiB);
-	b->va = b->ap;
-	sp_rocm_map(b->va, len, b->gfd, b->mmap_offset);
-	memset(b->va, 0, len);
-}
-
-static void mbo_free(struct mbo *b)
-{
-	munmap(b->ap, 64 * MiB);
-	close(b->gfd);
-}
-
 /*
  * strixpeer pins what a registration maps: the exporter cannot evict it
  * (TTM never moves a pinned BO) until the registration goes; then it can,
@@ -71,10 +45,10 @@ static void pinned_while_registered(void)
 	struct sp_gpusim_info gi;
 	struct strixpeer_import im;
 	struct peersim_reg_mr r;
-	struct mbo b;
+	struct sp_rocm_bo b;
 	uint32_t moved;
 
-	mbo_new(&b, 1 * MiB, SP_GPUSIM_DOMAIN_GTT);
+	sp_rocm_bo_new(&b, 1 * MiB, SP_GPUSIM_DOMAIN_GTT);
 	stale0 = gpusim_stats(b.gfd, SP_GPUSIM_STATS_DRAIN).stale_writes;
 	dmabuf = sp_prime_export(b.gfd, b.handle);
 	CHECK_OK(sp_import_raw(fd, dmabuf, 0, b.len, b.va, &im));
@@ -97,7 +71,7 @@ static void pinned_while_registered(void)
 	gpusim_check_no_stale(b.gfd, stale0);
 	close(dmabuf);
 	close(fd);
-	mbo_free(&b);
+	sp_rocm_bo_free(&b);
 	close(sim);
 	check_all_released();
 }
@@ -115,9 +89,9 @@ static void evict_after_invalidation(void)
 	struct peersim_reg_mr r;
 	uint8_t byte = 0x3c;
 	uint64_t stale0, t_evict;
-	struct mbo b;
+	struct sp_rocm_bo b;
 
-	mbo_new(&b, 1 * MiB, SP_GPUSIM_DOMAIN_GTT);
+	sp_rocm_bo_new(&b, 1 * MiB, SP_GPUSIM_DOMAIN_GTT);
 	stale0 = gpusim_stats(b.gfd, SP_GPUSIM_STATS_DRAIN).stale_writes;
 	dmabuf = sp_prime_export(b.gfd, b.handle);
 	CHECK_OK(sp_import_raw(fd, dmabuf, 0, b.len, b.va, &im));
@@ -137,7 +111,7 @@ static void evict_after_invalidation(void)
 	gpusim_check_no_stale(b.gfd, stale0);
 	close(dmabuf);
 	close(fd);
-	mbo_free(&b);
+	sp_rocm_bo_free(&b);
 	close(sim);
 	check_all_released();
 }
@@ -154,10 +128,10 @@ static void migrate_in_first_map(void)
 	struct sp_gpusim_stats s0, s1;
 	struct strixpeer_import im;
 	struct peersim_reg_mr r;
-	struct mbo b;
+	struct sp_rocm_bo b;
 
 	gpusim_param("p2p", "0");
-	mbo_new(&b, 1 * MiB, SP_GPUSIM_DOMAIN_VRAM);
+	sp_rocm_bo_new(&b, 1 * MiB, SP_GPUSIM_DOMAIN_VRAM);
 	sp_fill(b.va, b.len, 0, 2);
 	s0 = gpusim_stats(b.gfd, SP_GPUSIM_STATS_DRAIN);
 	dmabuf = sp_prime_export(b.gfd, b.handle);
@@ -173,7 +147,7 @@ static void migrate_in_first_map(void)
 	gpusim_check_no_stale(b.gfd, s0.stale_writes);
 	close(dmabuf);
 	close(fd);
-	mbo_free(&b);
+	sp_rocm_bo_free(&b);
 	close(sim);
 	check_all_released();
 }
@@ -191,9 +165,9 @@ static void zero_change_unexported(void)
 	uint64_t stale0;
 	struct sp_gpusim_info gi;
 	struct peersim_reg_mr r;
-	struct mbo b;
+	struct sp_rocm_bo b;
 
-	mbo_new(&b, 2 * MiB, SP_GPUSIM_DOMAIN_GTT);
+	sp_rocm_bo_new(&b, 2 * MiB, SP_GPUSIM_DOMAIN_GTT);
 	stale0 = gpusim_stats(b.gfd, SP_GPUSIM_STATS_DRAIN).stale_writes;
 	CHECK(!gpusim_info(b.gfd, b.handle).exported, "exported before the test");
 	bufs0 = sp_dmabuf_count();
@@ -217,7 +191,7 @@ static void zero_change_unexported(void)
 	CHECK(sp_verify(b.va + 4 * KiB, 1 * MiB, 0, 4) < 0, "data lost in the move");
 	gpusim_check_no_stale(b.gfd, stale0);
 	close(dmabuf);
-	mbo_free(&b);
+	sp_rocm_bo_free(&b);
 	close(sim);
 	check_all_released();
 }
@@ -228,16 +202,16 @@ static void zero_change_no_handle(void)
 	int sim = sim_open();
 	struct sp_drm_gem_close gc;
 	struct peersim_reg_mr r;
-	struct mbo b;
+	struct sp_rocm_bo b;
 	int ret;
 
-	mbo_new(&b, 1 * MiB, SP_GPUSIM_DOMAIN_GTT);
+	sp_rocm_bo_new(&b, 1 * MiB, SP_GPUSIM_DOMAIN_GTT);
 	gc = (struct sp_drm_gem_close){ .handle = b.handle };
 	CHECK_OK(ioctl(b.gfd, SP_DRM_IOCTL_GEM_CLOSE, &gc));	/* the mapping still holds it */
 	b.va[0] = 1;
 	ret = sim_reg(sim, b.va, b.len, &r);
 	CHECK(ret == -EFAULT, "a BO without handles: %d, path %u", ret, r.path);
-	mbo_free(&b);
+	sp_rocm_bo_free(&b);
 	close(sim);
 	check_all_released();
 }
@@ -256,11 +230,11 @@ static void hca_dmabuf_mrs(void)
 	int sim = sim_open(), dmabuf;
 	struct sp_gpusim_stats s0, s1;
 	struct peersim_mr_info mi;
-	struct mbo b;
+	struct sp_rocm_bo b;
 	uint32_t h, hp;
 
 	gpusim_param("p2p", "0");
-	mbo_new(&b, 1 * MiB, SP_GPUSIM_DOMAIN_VRAM);
+	sp_rocm_bo_new(&b, 1 * MiB, SP_GPUSIM_DOMAIN_VRAM);
 	s0 = gpusim_stats(b.gfd, SP_GPUSIM_STATS_DRAIN);
 	dmabuf = sp_prime_export(b.gfd, b.handle);
 	/* migrated to GTT inside map_dma_buf (or inside the core's pin) */
@@ -276,7 +250,7 @@ static void hca_dmabuf_mrs(void)
 		sim_dereg(sim, h);
 		gpusim_check_no_stale(b.gfd, s0.stale_writes);
 		close(dmabuf);
-		mbo_free(&b);
+		sp_rocm_bo_free(&b);
 		close(sim);
 		return;
 	}
@@ -299,7 +273,7 @@ static void hca_dmabuf_mrs(void)
 	sim_dereg(sim, h);
 	gpusim_check_no_stale(b.gfd, s0.stale_writes);
 	close(dmabuf);
-	mbo_free(&b);
+	sp_rocm_bo_free(&b);
 	close(sim);
 }
 
@@ -370,10 +344,10 @@ static void race(enum trig t)
 	unsigned long moves = 0, dma_ok = 0, refused = 0;
 	uint64_t stale0;
 	unsigned int n = race_rounds();
-	struct mbo b;
+	struct sp_rocm_bo b;
 
 	srand((unsigned int)getpid());
-	mbo_new(&b, 256 * KiB, SP_GPUSIM_DOMAIN_GTT);
+	sp_rocm_bo_new(&b, 256 * KiB, SP_GPUSIM_DOMAIN_GTT);
 	stale0 = gpusim_stats(b.gfd, SP_GPUSIM_STATS_DRAIN).stale_writes;
 	for (unsigned int i = 0; i < n; i++) {
 		struct hammer hm = { .sim = sim, .gfd = b.gfd, .bo = b.handle };
@@ -449,7 +423,7 @@ static void race(enum trig t)
 		 refused);
 	gpusim_check_no_stale(b.gfd, stale0);
 	close(fd);
-	mbo_free(&b);
+	sp_rocm_bo_free(&b);
 	close(sim);
 	check_all_released();
 }
@@ -466,9 +440,9 @@ static void race_evict_rmmod(void)
 	struct hammer hm = { .sim = sim };
 	struct peersim_reg_mr r;
 	pthread_t et;
-	struct mbo b;
+	struct sp_rocm_bo b;
 
-	mbo_new(&b, 256 * KiB, SP_GPUSIM_DOMAIN_GTT);
+	sp_rocm_bo_new(&b, 256 * KiB, SP_GPUSIM_DOMAIN_GTT);
 	hm.gfd = b.gfd;
 	hm.bo = b.handle;
 	CHECK_OK(sim_reg(sim, b.va, b.len, &r));
@@ -481,7 +455,7 @@ static void race_evict_rmmod(void)
 	pthread_join(et, NULL);
 	CHECK(hm.moves == 0, "a registered BO moved %lu times", hm.moves);
 	sim_dereg(sim, r.handle);
-	mbo_free(&b);
+	sp_rocm_bo_free(&b);
 	close(sim);
 	check_all_released();
 }
@@ -525,12 +499,12 @@ static void legacy_invalidate_before_activation(bool by_munmap)
 	struct sp_gpusim_info gi;
 	struct bg_reg g = { .sim = sim };
 	pthread_t t;
-	struct mbo b;
+	struct sp_rocm_bo b;
 	int ev;
 
 	if (si0.semantics != PEERSIM_SEM_LEGACY)
 		SKIP("a modern core holds the MR's mapping lock from get_pages() to activation: no such window");
-	mbo_new(&b, 1 * MiB, SP_GPUSIM_DOMAIN_GTT);
+	sp_rocm_bo_new(&b, 1 * MiB, SP_GPUSIM_DOMAIN_GTT);
 	dmabuf = sp_prime_export(b.gfd, b.handle);
 	CHECK_OK(sp_import_raw(fd, dmabuf, 0, b.len, b.va, &im));
 	write_param(SIM_PARAM("mtt_hold"), "1");
@@ -569,7 +543,7 @@ static void legacy_invalidate_before_activation(bool by_munmap)
 	      gi.pin_count, gi.mappings);
 	close(dmabuf);
 	close(fd);
-	mbo_free(&b);
+	sp_rocm_bo_free(&b);
 	close(sim);
 	check_all_released();
 }

@@ -148,6 +148,42 @@ static void rdma_all(struct two *w, uint8_t *buf)
 	CHECK(sp_verify(buf + 2 * MiB, 64 * 1024, 2 * MiB, 13) < 0, "SEND not seen");
 }
 
+/*
+ * A second view of @len bytes of @fd at @off (to see the pages are not
+ * written after invalidation), the pair connected with @buf registered, and
+ * a first WRITE of seed 5 seen through the view.
+ */
+static uint8_t *connect_and_write(struct two *w, uint8_t *buf, int fd, off_t off)
+{
+	uint8_t *view = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
+
+	CHECK(view != MAP_FAILED, "second mapping: %s", strerror(errno));
+	two_open(w);
+	two_connect(w, buf, LEN);
+	sp_fill(w->host, 8192, 0, 5);
+	rdma_ok(w, IBV_WR_RDMA_WRITE, 0, 8192);
+	CHECK(sp_verify(view, 8192, 0, 5) < 0, "first WRITE not seen");
+	return view;
+}
+
+/*
+ * An unmap ends the implicit import from a worker, which invalidates its
+ * registrations: the count going up by one is the signal (at most 60 s).
+ */
+static void wait_invalidation(const struct sp_peer_counters *c0, const char *after)
+{
+	struct sp_peer_counters c = peer_stats();
+
+	for (int i = 0; i < 3000 && c.invalidations == c0->invalidations; i++) {
+		usleep(20000);
+		c = peer_stats();
+	}
+	CHECK(c.invalidations == c0->invalidations + 1,
+	      "invalidations %llu -> %llu 60 s after %s (imports %llu)",
+	      (unsigned long long)c0->invalidations, (unsigned long long)c.invalidations,
+	      after, (unsigned long long)c.imports);
+}
+
 static void client_registered(void)
 {
 	int fd = sp_test_open();
@@ -220,7 +256,7 @@ enum trigger { T_UNIMPORT, T_CLOSE, T_MUNMAP };
 
 static void invalidate_by(enum trigger t)
 {
-	int fd = sp_test_open(), i;
+	int fd = sp_test_open();
 	struct sp_peer_counters c0, c1;
 	struct strixpeer_import im = { 0 };
 	struct sp_xbuf x;
@@ -231,14 +267,7 @@ static void invalidate_by(enum trigger t)
 	sp_xbuf_new(SP_EXP_VGEM, LEN, t == T_MUNMAP, &x);
 	if (t != T_MUNMAP)
 		CHECK_OK(sp_import_raw(fd, x.fd, 0, LEN, x.map, &im));
-	/* a second view of the pages, to see they are not written after */
-	view = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, x.fd, 0);
-	CHECK(view != MAP_FAILED, "second mapping: %s", strerror(errno));
-	two_open(&w);
-	two_connect(&w, x.map, LEN);
-	sp_fill(w.host, 8192, 0, 5);
-	rdma_ok(&w, IBV_WR_RDMA_WRITE, 0, 8192);
-	CHECK(sp_verify(view, 8192, 0, 5) < 0, "first WRITE not seen");
+	view = connect_and_write(&w, x.map, x.fd, 0);
 
 	c0 = peer_stats();
 	if (t == T_UNIMPORT)
@@ -249,16 +278,11 @@ static void invalidate_by(enum trigger t)
 		munmap(x.map, x.len);
 		x.map = NULL;
 		/*
-		 * The implicit import ends from a worker, which invalidates its
-		 * registrations: that count is the signal. The import itself is
-		 * freed only when the MR goes (the real core calls release() at
-		 * deregistration, never for an invalidation): checked below.
+		 * The import itself is freed only when the MR goes (the real
+		 * core calls release() at deregistration, never for an
+		 * invalidation): checked below.
 		 */
-		for (i = 0; i < 3000 && peer_stats().invalidations == c0.invalidations; i++)
-			usleep(20000);	/* at most 60 s */
-		CHECK(peer_stats().invalidations > c0.invalidations,
-		      "no invalidation 60 s after munmap (imports %llu)",
-		      (unsigned long long)peer_stats().imports);
+		wait_invalidation(&c0, "munmap");
 	}
 	c1 = peer_stats();
 	CHECK(c1.invalidations == c0.invalidations + 1, "invalidations %llu -> %llu",
@@ -277,31 +301,6 @@ static void invalidate_unimport(void) { invalidate_by(T_UNIMPORT); }
 static void invalidate_close(void) { invalidate_by(T_CLOSE); }
 static void invalidate_munmap(void) { invalidate_by(T_MUNMAP); }
 
-/* A gpusim BO mapped ROCm-style (libhsakmt) in a 64 MiB aperture, zeroed. */
-struct gbo {
-	int gfd;
-	uint32_t handle;
-	uint64_t mmap_offset;
-	uint8_t *ap;
-	size_t len;
-};
-
-static void gbo_new(struct gbo *b, size_t len, uint32_t domain)
-{
-	b->gfd = gpusim_open();
-	b->len = len;
-	b->handle = gpusim_create(b->gfd, len, domain, 0, &b->mmap_offset);
-	b->ap = sp_aperture(64 * MiB, 2 * MiB);
-	sp_rocm_map(b->ap, len, b->gfd, b->mmap_offset);
-	memset(b->ap, 0, len);
-}
-
-static void gbo_free(struct gbo *b)
-{
-	munmap(b->ap, 64 * MiB);
-	close(b->gfd);
-}
-
 /*
  * hipMalloc sub-allocation: ROCr hands out a piece of a bigger BO; the NIC
  * registers only that piece. While registered the BO is pinned (TTM never
@@ -313,11 +312,11 @@ static void rdma_into_gpusim(uint32_t domain)
 	struct sp_gpusim_info gi;
 	uint64_t stale0;
 	uint32_t moved;
-	struct gbo b;
+	struct sp_rocm_bo b;
 	struct two w;
 	uint8_t *va;
 
-	gbo_new(&b, 4 * MiB + LEN, domain);
+	sp_rocm_bo_new(&b, 4 * MiB + LEN, domain);
 	va = b.ap + 2 * MiB;	/* the sub-allocation: 2 MiB into the BO */
 	stale0 = gpusim_stats(b.gfd, SP_GPUSIM_STATS_DRAIN).stale_writes;
 	two_open(&w);
@@ -342,7 +341,7 @@ static void rdma_into_gpusim(uint32_t domain)
 	CHECK(moved == 1, "eviction moved %u BOs", moved);
 	CHECK(sp_verify(va, MiB + 5, 0, 11) < 0, "the WRITE's bytes did not survive the move");
 	gpusim_check_no_stale(b.gfd, stale0);
-	gbo_free(&b);
+	sp_rocm_bo_free(&b);
 	check_all_released();
 }
 
@@ -360,28 +359,15 @@ static void hipfree_invalidates_gpusim(void)
 	struct sp_peer_counters c0;
 	uint64_t stale0;
 	uint8_t *view;
-	struct gbo b;
+	struct sp_rocm_bo b;
 	struct two w;
-	int i;
 
-	gbo_new(&b, LEN, SP_GPUSIM_DOMAIN_GTT);
+	sp_rocm_bo_new(&b, LEN, SP_GPUSIM_DOMAIN_GTT);
 	stale0 = gpusim_stats(b.gfd, SP_GPUSIM_STATS_DRAIN).stale_writes;
-	view = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, b.gfd, (off_t)b.mmap_offset);
-	CHECK(view != MAP_FAILED, "second mapping: %s", strerror(errno));
-	two_open(&w);
-	two_connect(&w, b.ap, LEN);
-	sp_fill(w.host, 8192, 0, 5);
-	rdma_ok(&w, IBV_WR_RDMA_WRITE, 0, 8192);
-	CHECK(sp_verify(view, 8192, 0, 5) < 0, "first WRITE not seen");
+	view = connect_and_write(&w, b.ap, b.gfd, (off_t)b.mmap_offset);
 	c0 = peer_stats();
 	sp_rocm_free(b.ap, LEN);
-	for (i = 0; i < 3000 && peer_stats().invalidations == c0.invalidations; i++)
-		usleep(20000);	/* the implicit import ends from a worker: at most 60 s */
-	CHECK(peer_stats().invalidations == c0.invalidations + 1,
-	      "invalidations %llu -> %llu 60 s after hipFree (imports %llu)",
-	      (unsigned long long)c0.invalidations,
-	      (unsigned long long)peer_stats().invalidations,
-	      (unsigned long long)peer_stats().imports);
+	wait_invalidation(&c0, "hipFree");
 	rdma_refused(&w, view, 4096, 4096, 5);
 	two_close(&w);
 	CHECK_OK(gpusim_move(b.gfd, b.handle, 0, SP_GPUSIM_MOVE_EVICT | SP_GPUSIM_MOVE_WAIT,
@@ -389,7 +375,7 @@ static void hipfree_invalidates_gpusim(void)
 	CHECK(sp_verify(view, 8192, 0, 5) < 0, "bytes lost in the move");
 	munmap(view, LEN);
 	gpusim_check_no_stale(b.gfd, stale0);
-	gbo_free(&b);
+	sp_rocm_bo_free(&b);
 	check_all_released();
 }
 

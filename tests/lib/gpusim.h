@@ -148,6 +148,32 @@ static inline void sp_rocm_free(uint8_t *at, size_t len)
 	CHECK(p == at, "PROT_NONE over %p: %s", (void *)at, strerror(errno));
 }
 
+/* A BO mapped through the render node (ROCm-style) at the start of a 64 MiB aperture, zeroed. */
+struct sp_rocm_bo {
+	int gfd;
+	uint32_t handle;
+	uint64_t mmap_offset;
+	uint8_t *ap, *va;
+	size_t len;
+};
+
+static inline void sp_rocm_bo_new(struct sp_rocm_bo *b, size_t len, uint32_t domain)
+{
+	b->gfd = gpusim_open();
+	b->len = len;
+	b->handle = gpusim_create(b->gfd, len, domain, 0, &b->mmap_offset);
+	b->ap = sp_aperture(64 * MiB, 2 * MiB);
+	b->va = b->ap;
+	sp_rocm_map(b->va, len, b->gfd, b->mmap_offset);
+	memset(b->va, 0, len);
+}
+
+static inline void sp_rocm_bo_free(struct sp_rocm_bo *b)
+{
+	munmap(b->ap, 64 * MiB);
+	close(b->gfd);
+}
+
 /* The file offset /proc/self/maps shows for the mapping at @addr, or -1. */
 static inline int64_t sp_maps_offset(const void *addr)
 {
