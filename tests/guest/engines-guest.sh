@@ -156,7 +156,8 @@ part_done mpi
 # ping-pong is done, 2 MiB of allreduce traffic crossed veth0 and veth0's
 # counter is still moving. Each of those is waited for as long as the job
 # lives (its own timeout bounds it), not on a clock: a loaded TCG guest can
-# take minutes to get there.
+# take minutes to get there; only a job that moves no byte for 300 s is
+# called stuck.
 baseline
 mpi 900 $ex/mpi_allreduce 8 $((16 * MiB)) 1 100000 > "$out/mpi-kill.log" 2>&1 &
 mpid=$!
@@ -167,7 +168,24 @@ if grep -Eq '^ +8 +1 ' "$out/mpi-kill.log"; then
 	pid0=$(sed -n 's/^rank 0 pid \([0-9]*\):.*/\1/p' "$out/mpi-kill.log")
 	pid1=$(sed -n 's/^rank 1 pid \([0-9]*\):.*/\1/p' "$out/mpi-kill.log")
 	v0=$(tx veth0)
-	while alive && [ $(($(tx veth0) - v0)) -lt $((2 * MiB)) ]; do sleep 0.1; done
+	# Slow is waited for; stuck is not: no byte at all on veth0 for 300 s
+	# means the job's QPs stopped (seen once on 6.12: the ping-pong never
+	# got past its first row), and their state is what to look at.
+	last=$v0
+	since=$SECONDS
+	while alive && [ $(($(tx veth0) - v0)) -lt $((2 * MiB)) ]; do
+		cur=$(tx veth0)
+		if [ "$cur" -ne "$last" ]; then
+			last=$cur
+			since=$SECONDS
+		elif [ $((SECONDS - since)) -ge 300 ]; then
+			echo "# the job is stuck: no byte on veth0 for 300 s after $((cur - v0)) bytes; its QPs:"
+			rdma resource show qp 2>&1 | sed 's/^/#   /'
+			kill -9 "$pid0" "$pid1" 2> /dev/null
+			break
+		fi
+		sleep 0.1
+	done
 	moved=$(($(tx veth0) - v0))
 	a=$(tx veth0)
 	while alive && [ "$(tx veth0)" -eq "$a" ]; do sleep 0.1; done
