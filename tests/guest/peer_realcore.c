@@ -10,10 +10,13 @@
  * amdgpu/TTM-like exporter) as ROCm maps its BOs: a hipMalloc sub-allocation
  * of a BO registered by plain ibv_reg_mr(), the BO pinned (not evictable)
  * while registered and movable once deregistered, and hipFree() invalidating
- * it; gpusim's check of every old backing counts no write after a move.
- * tests/vm/realcore.sh loads the stack; tests/guest/peer.c's, peer_rocm.c's
- * and peer_move.c's other cases need peersim's simulated HCA (the DMA it
- * issues on command, its MR states and timings) and run against it instead.
+ * it; gpusim's check of every old backing counts no write after a move;
+ * windows of 5 GiB sparse BOs at low and high DRM fake offsets.
+ * tests/vm/realcore.sh loads the stack; tests/guest/peer_move_realcore.c
+ * races the ends of a registration against real traffic. peer.c's,
+ * peer_rocm.c's and peer_move.c's other cases need peersim's simulated HCA
+ * (the DMA it issues on command, its MR states and timings) and run
+ * against it instead.
  */
 #include "peer_util.h"
 #include "gpusim.h"
@@ -23,6 +26,8 @@
 #pragma GCC diagnostic warning "-Wunused-function"
 
 #define LEN	(4 * MiB)
+#define KiB	1024ULL
+#define GiB	(1024ULL * MiB)
 
 struct two {
 	struct sp_rc t, i;	/* target (rxe1, the dma-buf), initiator (rxe0) */
@@ -380,6 +385,81 @@ static void hipfree_invalidates_gpusim(void)
 	check_all_released();
 }
 
+/*
+ * BOs larger than 4 GiB at low and high DRM fake offsets (the first 5 GiB
+ * BO's offset in pages is below its page count, the second's above): 64 KiB
+ * windows at the start, the middle, 4 GiB + 64 KiB and the end of each,
+ * registered by plain ibv_reg_mr() on rxe1 through the core; the remote
+ * WRITE into each lands at that offset (each window has its own pattern).
+ */
+static void rdma_into_large_bos(void)
+{
+	const uint64_t size = 5 * GiB, wl = 64 * KiB;
+	const uint64_t win[] = { 0, 2 * GiB + 512 * MiB, 4 * GiB + 64 * KiB, 5 * GiB - 64 * KiB };
+	enum { NW = sizeof(win) / sizeof(win[0]) };
+	int gfd = gpusim_open();
+	uint8_t *ap = sp_aperture(16 * GiB, 2 * MiB);
+	struct ibv_mr *mr[2][NW];
+	uint64_t off[2];
+	uint32_t bo[2];
+	struct two w;
+
+	for (int i = 0; i < 2; i++) {
+		bo[i] = gpusim_create(gfd, size, SP_GPUSIM_DOMAIN_VRAM, SP_GPUSIM_CREATE_SPARSE,
+				      &off[i]);
+		for (unsigned int k = 0; k < NW; k++)
+			gpusim_populate(gfd, bo[i], win[k] & ~(2 * MiB - 1), wl);
+		sp_rocm_map(ap + (uint64_t)i * 8 * GiB, size, gfd, off[i]);
+	}
+	CHECK((off[0] >> 12) < (size >> 12) && (off[1] >> 12) >= (size >> 12),
+	      "fake offsets (pages) %llu and %llu, BO pages %llu",
+	      (unsigned long long)(off[0] >> 12), (unsigned long long)(off[1] >> 12),
+	      (unsigned long long)(size >> 12));
+	two_open(&w);
+	for (int i = 0; i < 2; i++)
+		for (unsigned int k = 0; k < NW; k++) {
+			uint8_t *va = ap + (uint64_t)i * 8 * GiB + win[k];
+
+			memset(va, 0, wl);
+			mr[i][k] = ibv_reg_mr(w.t.pd, va, wl, IBV_ACCESS_LOCAL_WRITE |
+					      IBV_ACCESS_REMOTE_WRITE);
+			CHECK(mr[i][k], "BO %d: ibv_reg_mr at %#llx: %s", i,
+			      (unsigned long long)win[k], strerror(errno));
+		}
+	CHECK(peer_stats().registrations == 2 * NW, "registrations %llu, wanted %d",
+	      (unsigned long long)peer_stats().registrations, 2 * NW);
+	w.t.mr = mr[0][0];
+	w.t.buf = ap;
+	w.t.len = wl;
+	w.ti = node_info(&w.t);
+	w.ii = node_info(&w.i);
+	node_connect(&w.t, &w.ti, &w.ii);
+	node_connect(&w.i, &w.ii, &w.ti);
+	for (int i = 0; i < 2; i++)
+		for (unsigned int k = 0; k < NW; k++) {
+			w.ti.addr = (uintptr_t)(ap + (uint64_t)i * 8 * GiB + win[k]);
+			w.ti.rkey = mr[i][k]->rkey;
+			sp_fill(w.host, wl, 0, 20 + 4 * (uint32_t)i + k);
+			rdma_ok(&w, IBV_WR_RDMA_WRITE, 0, wl);
+		}
+	for (int i = 0; i < 2; i++)
+		for (unsigned int k = 0; k < NW; k++)
+			CHECK(sp_verify(ap + (uint64_t)i * 8 * GiB + win[k], wl, 0,
+					20 + 4 * (uint32_t)i + k) < 0,
+			      "BO %d: the WRITE to offset %#llx is not there", i,
+			      (unsigned long long)win[k]);
+	tap_diag("5 GiB BOs at fake-offset pages %llu (low) and %llu (high): %d windows written",
+		 (unsigned long long)(off[0] >> 12), (unsigned long long)(off[1] >> 12), 2 * NW);
+	for (int i = 0; i < 2; i++)
+		for (unsigned int k = 0; k < NW; k++)
+			if (mr[i][k] != w.t.mr)
+				CHECK_OK(ibv_dereg_mr(mr[i][k]));
+	two_close(&w);
+	munmap(ap, 16 * GiB);
+	close(gfd);
+	check_all_released();
+}
+
 static const struct tap_case cases[] = {
 	TAP_CASE(client_registered),
 	TAP_CASE(rdma_into_vgem_import),
@@ -390,6 +470,7 @@ static const struct tap_case cases[] = {
 	TAP_CASE(rdma_into_gpusim_gtt_suballoc),
 	TAP_CASE(rdma_into_gpusim_vram_suballoc),
 	TAP_CASE(hipfree_invalidates_gpusim),
+	TAP_CASE(rdma_into_large_bos),
 };
 
 int main(void)

@@ -119,7 +119,11 @@ if [ -n "$fixture_only" ]; then
 	exit 0
 fi
 
-# 2. Debian's rxe sources, patched, built against the fixture.
+# 2. Debian's rxe sources, patched, built against the fixture. The extracted
+# sources are shared with build-rxe-dmabuf.sh, and two checkouts may share
+# this cache: one extractor and builder at a time, to the end of this script.
+exec 9> "$cache/src/rxe.lock"
+flock 9
 rsrc=$cache/src/rxe-$srcver
 if [ ! -f "$rsrc/.done" ]; then
 	get_source

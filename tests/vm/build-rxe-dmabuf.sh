@@ -55,6 +55,11 @@ cache=$top/rxe-dmabuf
 kdir=$(tests/vm/kernels.sh kdir "$kver")
 ksrc=$top/realcore/src
 mkdir -p "$cache/src" "$ksrc"
+# The extracted rxe sources are shared with build-realcore.sh (which takes
+# the same lock), and two checkouts may share this cache: one extractor and
+# builder at a time, to the end of this script.
+exec 9> "$ksrc/rxe.lock"
+flock 9
 # Debian's linux-source-6.12 of this kernel's upstream version
 up=${kver%%[-+]*}
 srcver=$(tests/vm/kernels.sh srcver "$kver" "$ksrc") || srcver=

@@ -294,6 +294,8 @@ if [ -n "$with_peer" ]; then
 			rc=1
 		fi
 		run_tap peer-realcore build/tests/peer_realcore || rc=1
+		# hipFree, dereg, exit and rmmod against real traffic and evictions
+		run_tap peer_move-realcore build/tests/peer_move_realcore || rc=1
 		# RCCL's decision on the real 6.12 core: no memory_peers at all, so
 		# its probe decides, and the patched rxe asks the core, which
 		# strixpeer answers (zero-change vgem mapping): GDR on every NIC
