@@ -39,7 +39,10 @@
 #define BO_LEN	(1 * MiB)
 #define CHUNK	(64 * KiB)
 
-/* The target's commands (one byte each, acknowledged with the same byte). */
+/*
+ * The target's commands, one byte each: F and D are acknowledged with the
+ * same byte, S with the verbs fd passed back (sp_send_fd()).
+ */
 enum { CMD_HIPFREE = 'F', CMD_DEREG = 'D', CMD_SEND_FD = 'S' };
 
 struct target {
@@ -47,38 +50,6 @@ struct target {
 	int sock;
 	struct conn_info ci;
 };
-
-/* Pass @fd over the unix socket @sock. */
-static void send_fd(int sock, int fd)
-{
-	char c = CMD_SEND_FD, cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	CHECK(sendmsg(sock, &mh, 0) == 1, "sendmsg: %s", strerror(errno));
-}
-
-static int recv_fd(int sock)
-{
-	char c, cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm;
-	int fd;
-
-	CHECK(recvmsg(sock, &mh, MSG_CMSG_CLOEXEC) == 1, "recvmsg: %s", strerror(errno));
-	cm = CMSG_FIRSTHDR(&mh);
-	CHECK(cm && cm->cmsg_type == SCM_RIGHTS, "no fd passed");
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
-}
 
 /*
  * The target process: the BO mapped at @va as libhsakmt maps it, registered
@@ -110,7 +81,7 @@ static void __attribute__((noreturn)) bo_target_main(int sock, int gfd, uint64_t
 			CHECK_OK(ibv_dereg_mr(t.mr));
 			t.mr = NULL;
 		} else if (c == CMD_SEND_FD) {
-			send_fd(sock, t.ctx->cmd_fd);
+			sp_send_fd(sock, t.ctx->cmd_fd);
 			continue;
 		}
 		CHECK(write(sock, &c, 1) == 1, "target: ack");
@@ -390,7 +361,7 @@ static void exit_invalidates_surviving_mr(void)
 	pair_up(&tg, &in, &b, b.va);
 	first_write_seen(&in, &tg, view);
 	CHECK(write(tg.sock, &(char){ CMD_SEND_FD }, 1) == 1, "write");
-	vfd = recv_fd(tg.sock);
+	vfd = sp_recv_fd(tg.sock);
 	CHECK_ERR(gpusim_move(b.gfd, b.handle, 0, SP_GPUSIM_MOVE_EVICT, NULL), EBUSY);
 	c0 = peer_stats();
 	CHECK(c0.registrations == 1 && c0.imports == 1, "registrations %llu imports %llu",
