@@ -17,6 +17,8 @@
 # present are not touched, and apt is not contacted when nothing is missing.
 # lintian and cmake: tests/host/lintian-check.sh and tests/host/install-check.sh;
 # rpm and rpmlint: tests/host/rpm-check.sh ('make rpm' on a Debian host).
+# cmake, ninja-build and libnl-route-3-dev also build rdma-core's libibverbs
+# and rxe provider for the dma-buf rxe (tests/vm/build-rxe-dmabuf.sh).
 set -eu
 
 PKGS="
@@ -67,6 +69,8 @@ lintian
 rpm
 rpmlint
 cmake
+ninja-build
+libnl-route-3-dev
 perftest
 gnuplot-nox
 "

@@ -48,6 +48,15 @@ record_tap() {	# record_tap <prefix> <file>
 			record ok "$prefix/$name"; seen=$((seen + 1)) ;;
 		esac
 	done < "$file"
+	# A whole program that skips ("1..0 # SKIP reason": a tool, a download,
+	# a build it needs) skips for what this machine lacks, and make check
+	# installs, fetches and builds all of that itself: a failure, with the
+	# reason. Skips are single cases, for what the kernel under test lacks.
+	line=$(sed -n 's/^1\.\.0 *# *SKIP *//p' "$file" | head -n 1)
+	if [ -z "$planned" ] && [ "$seen" = 0 ] && [ -n "$line" ]; then
+		record fail "$prefix" "skipped as a whole: $line"
+		return
+	fi
 	if [ -z "$planned" ] || [ "$seen" -lt "$planned" ]; then
 		# its last words, so that CI's summary says why (a program that
 		# could not start leaves only its shell's or timeout's message)

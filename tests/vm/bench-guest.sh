@@ -32,6 +32,9 @@ udevadm settle 2> /dev/null || sleep 1
 rxedb=$(dirname "$ko")/rxe-dmabuf
 if [ -f "$rxedb/env" ]; then
 	tests/vm/rxe-dmabuf.sh load "$rxedb" || { echo "bench: the dma-buf rxe does not load"; exit 1; }
+elif [ -f "$rxedb/failed" ]; then
+	echo "bench: the dma-buf rxe was not built: $(cat "$rxedb/failed")"
+	exit 1
 else
 	echo "bench: Debian's rxe (no dma-buf MRs): $(cat "$rxedb/unsupported" 2> /dev/null || echo "no $rxedb")"
 fi

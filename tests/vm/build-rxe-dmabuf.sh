@@ -3,36 +3,47 @@
 # from linux-source-6.12 with tests/kmod/rxe-dmabuf/rxe-dmabuf.patch (dma-buf
 # MRs through the stock ib_core's pinned dma-buf umem), built out of tree
 # against the kernel's own Module.symvers (Debian's stock RDMA stack, no
-# peer-memory core), and rdma-core's rxe provider from Debian's rdma-core
-# source with tests/kmod/rxe-dmabuf/rdma-core.patch (reg_dmabuf_mr), built
-# for the installed libibverbs' private ABI. tests/vm/rxe-dmabuf.sh loads
-# both in the VM.
+# peer-memory core), and a verbs user space that registers dma-bufs on rxe:
+# libibverbs and the rxe provider of rdma-core 56.1 with
+# tests/kmod/rxe-dmabuf/rdma-core.patch (the provider's reg_dmabuf_mr).
+# tests/vm/rxe-dmabuf.sh loads both in the VM.
 #
 #   build-rxe-dmabuf.sh <kver> [make args...]     e.g. W=1
 #
+# Why rdma-core 56.1 and not bookworm's 44.0: the archive serves 44.0-2's
+# .dsc and Debian tarball but not rdma_core_44.0.orig.tar.gz (404), so
+# 44.0's provider cannot be built from the archive; it serves trixie's
+# rdma-core_56.1.orig.tar.gz, checked here against the sha256 in trixie's
+# signed Sources. A provider and the libibverbs that loads it share a
+# private ABI (Debian's ibverbs-providers depends on the exact libibverbs1),
+# so 56.1's provider is not dropped into 44.0's libibverbs: the VM's dma-buf
+# stage runs 56.1's libibverbs.so.1 and 56.1's rxe provider alone, in place
+# of Debian's (bind mounts in the guest). Programs built against
+# bookworm's 44.0 headers run on it unchanged: every versioned symbol that
+# 44.0's libibverbs exports, 56.1's exports too (checked below). librdmacm,
+# UCX and perftest stay bookworm's.
+#
 # Cached under $STRIXPEER_CACHE/rxe-dmabuf/ (keyed by every input's hash):
-#   rxe-<kver>-<hash>/rdma_rxe.ko        the patched rxe
-#   provider-<srcver>-<hash>/librxe-rdmav34.so   the patched provider
-#   src/                                 rdma-core's source package (.dsc,
-#                                        orig, debian tarball) and its tree
-#   apt/                                 the private apt configuration that
-#                                        downloads it (deb-src bookworm)
+#   rxe-<kver>-<hash>/rdma_rxe.ko             the patched rxe
+#   rdma-core-<ver>-<hash>/libibverbs.so.1    56.1's libibverbs
+#                     .../providers/librxe-rdmav34.so    its patched rxe provider,
+#                                             the only one in that directory
+#                     .../libibverbs.d/rxe.driver     its one driver entry
+#   src/                                      rdma-core's orig tarball
+#   apt/                                      the private apt configuration
+#                                             that downloads it (deb-src trixie)
 # linux-source-6.12 is shared with build-realcore.sh ($STRIXPEER_CACHE/
 # realcore/src/). Writes build/kmod/<kver>/rxe-dmabuf/env (RXE_DMABUF_KO=,
-# RXE_DMABUF_PROVIDER=). Exits 0 with "unsupported: <reason>" on stdout (the
-# reason also in build/kmod/<kver>/rxe-dmabuf/unsupported, for the guest) for
-# kernels that are not 6.12 (the patch is for Debian's 6.12 rxe: the
-# linux-source-6.12 of the kernel's own version, e.g. 6.12.118 for
-# 6.12.118+deb12-amd64), when the archive serves no such source or the patch
-# does not apply to it, and when the rdma-core source matching the installed
-# libibverbs cannot be had.
+# RXE_DMABUF_LIBIBVERBS=, RXE_DMABUF_PROVIDERS=, RXE_DMABUF_DRIVERS=).
 #
-# rdma-core's source comes from the Debian archive through apt (verified
-# by apt against the archive's signed Sources). Where the archive does not
-# serve the orig tarball, SP_RDMA_CORE_GIT=<git dir of upstream
-# rdma-core> gives it from upstream's tag (git archive v<upstream version>);
-# the .dsc and Debian's own tarball still come from the archive, and the
-# build log says which was used.
+# Exits 0 with "unsupported: <reason>" on stdout (the reason also in
+# build/kmod/<kver>/rxe-dmabuf/unsupported; the guest skips with it) only
+# for what the kernel under test decides: kernels that are not 6.12 (the
+# patch is for Debian's 6.12 rxe) and a linux-source-6.12 of the kernel's
+# version to which the patch does not apply. Anything else that keeps the
+# dma-buf rxe from being built - a download, a checksum, a build - exits 1
+# with the reason on stderr and in build/kmod/<kver>/rxe-dmabuf/failed,
+# which the guest reports as a failure (make check fails).
 set -eu
 cd "$(dirname "$0")/../.."
 repo=$PWD
@@ -41,11 +52,21 @@ shift
 out=$repo/build/kmod/$kver/rxe-dmabuf
 rm -rf "$out"
 mkdir -p "$out"
+log=$out/build.log
+: > "$log"
 unsupported() {	# the reason on stdout and in $out/unsupported (the guest's skip says it)
 	echo "unsupported: $*"
 	echo "$*" > "$out/unsupported"
 	exit 0
 }
+failed() {	# the reason on stderr and in $out/failed (the guest's failure says it)
+	echo "build-rxe-dmabuf.sh: $*" >&2
+	echo "$*" > "$out/failed"
+	exit 1
+}
+# Anything set -e stops on is a failure too, with the line it stopped at.
+trap '[ -f "$out/failed" ] || [ -f "$out/unsupported" ] || [ -f "$out/env" ] ||
+	echo "stopped at build-rxe-dmabuf.sh line $LINENO (see $log)" > "$out/failed"' EXIT
 case $kver in
 6.12.*) ;;
 *) unsupported "the dma-buf rxe patch is for Debian's 6.12 rxe, not $kver" ;;
@@ -62,10 +83,8 @@ exec 9> "$ksrc/rxe.lock"
 flock 9
 # Debian's linux-source-6.12 of this kernel's upstream version
 up=${kver%%[-+]*}
-srcver=$(tests/vm/kernels.sh srcver "$kver" "$ksrc") || srcver=
-[ -n "$srcver" ] || unsupported "the archive serves no linux-source-6.12 of $up (for $kver)"
-log=$out/build.log
-: > "$log"
+srcver=$(tests/vm/kernels.sh srcver "$kver" "$ksrc") ||
+	failed "the archive lists no linux-source-6.12 of $up (for $kver): apt-cache madison linux-source-6.12 (apt-get update?)"
 
 hash_of() { cat "$@" | sha256sum | cut -c1-16; }
 
@@ -73,7 +92,8 @@ hash_of() { cat "$@" | sha256sum | cut -c1-16; }
 deb=$ksrc/linux-source-6.12_${srcver}_all.deb
 rsrc=$ksrc/rxe-$srcver
 if [ ! -f "$rsrc/.done" ]; then
-	[ -f "$deb" ] || (cd "$ksrc" && apt-get download "linux-source-6.12=$srcver") >&2
+	[ -f "$deb" ] || (cd "$ksrc" && apt-get download "linux-source-6.12=$srcver") >> "$log" 2>&1 ||
+		failed "apt-get download linux-source-6.12=$srcver failed (see $log)"
 	rm -rf "$rsrc" "$rsrc.tmp"
 	mkdir -p "$rsrc.tmp"
 	dpkg-deb --fsys-tarfile "$deb" |
@@ -94,116 +114,105 @@ if [ ! -f "$rdir/.done" ]; then
 		unsupported "$kpatch does not apply to linux-source-6.12 $srcver's rxe (see $rdir/patch.log)"
 	b=$rdir/tree/drivers/infiniband/sw/rxe
 	if ! make -C "$kdir" M="$b" CONFIG_RDMA_RXE=m "$@" modules > "$rdir/build.log" 2>&1; then
-		echo "build-rxe-dmabuf.sh: rxe build failed, see $rdir/build.log" >&2
 		tail -n 20 "$rdir/build.log" >&2
-		exit 1
+		failed "the patched rxe does not build, see $rdir/build.log"
 	fi
 	if grep -q 'warning:' "$rdir/build.log"; then
-		echo "build-rxe-dmabuf.sh: rxe build warns, see $rdir/build.log" >&2
 		grep 'warning:' "$rdir/build.log" >&2
-		exit 1
+		failed "the patched rxe build warns, see $rdir/build.log"
 	fi
 	cp "$b/rdma_rxe.ko" "$rdir/"
 	touch "$rdir/.done"
 fi
 vm=$(modinfo -F vermagic "$rdir/rdma_rxe.ko")
-[ "${vm%% *}" = "$kver" ] || { echo "build-rxe-dmabuf.sh: $rdir/rdma_rxe.ko is for ${vm%% *}, not $kver" >&2; exit 1; }
+[ "${vm%% *}" = "$kver" ] || failed "$rdir/rdma_rxe.ko is for ${vm%% *}, not $kver"
 echo "rxe: $rdir/rdma_rxe.ko" >> "$log"
 
-# 2. rdma-core's source, the version of the installed libibverbs (the
-# provider must match its private ABI).
-ver=$(dpkg-query -W -f '${Version}' libibverbs1 2>/dev/null) ||
-	{ unsupported "libibverbs1 is not installed on the host"; }
-case $ver in
-44.0-*) ;;
-*) unsupported "rdma-core.patch is for rdma-core 44.0 (bookworm), the host has libibverbs1 $ver" ;;
-esac
-upver=${ver%-*}
-libv=$(readlink -f /usr/lib/x86_64-linux-gnu/libibverbs.so.1)
-pkey=$(hash_of tests/kmod/rxe-dmabuf/rdma-core.patch "$libv" "$0")
-pdir=$cache/provider-$ver-$pkey
+# 2. rdma-core's libibverbs and rxe provider, from the orig tarball the
+# archive serves (trixie's source; see the header for why not bookworm's).
+upver=${SP_RDMA_CORE_VERSION:-56.1}
+orig=$cache/src/rdma-core_$upver.orig.tar.gz
+A=$cache/apt
+apt_private() {	# apt_private <apt-get|apt-cache> <args...>: deb-src trixie only
+	local prog=$1
+	shift
+	local opts=(-o "Dir::Etc::sourcelist=$A/sources.list" -o "Dir::Etc::sourceparts=$A/parts.d"
+		-o "Dir::Etc::preferences=$A/preferences" -o "Dir::Etc::preferencesparts=$A/prefs.d"
+		-o "Dir::State::lists=$A/lists" -o "Dir::State::status=$A/status"
+		-o "Dir::Cache=$A/cache" -o Debug::NoLocking=1)
+	[ "$(id -u)" -ne 0 ] || opts+=(-o APT::Sandbox::User=root)
+	"$prog" "${opts[@]}" "$@"
+}
+if [ ! -f "$orig" ]; then
+	mkdir -p "$A/lists/partial" "$A/cache/archives/partial" "$A/parts.d" "$A/prefs.d"
+	echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${STRIXPEER_DEBIAN_MIRROR:-http://deb.debian.org/debian} trixie main" > "$A/sources.list"
+	: > "$A/status"
+	: > "$A/preferences"
+	apt_private apt-get -q update >> "$log" 2>&1 ||
+		failed "apt-get update (deb-src trixie) failed, see $log"
+	# the newest Debian revision of this upstream version; its signed
+	# Sources entry gives the orig tarball's sha256
+	srcpkg=$(apt_private apt-cache showsrc rdma-core 2>> "$log" |
+		awk -v up="$upver" '/^Version: / { v = $2 } /^Checksums-Sha256:/ { c = 1; next }
+			/^[^ ]/ { c = 0 } c && $3 == "rdma-core_" up ".orig.tar.gz" { print v, $1 }' |
+		sort -V | tail -n 1)
+	[ -n "$srcpkg" ] || failed "the archive (deb-src trixie) lists no rdma-core $upver source, see $log"
+	read -r debver want <<< "$srcpkg"
+	rm -rf "$cache/src/dl"
+	mkdir -p "$cache/src/dl"
+	# apt-get source also asks for the .dsc, which the archive may not serve
+	# (it answers 404 for 56.1-1's): only the orig tarball is used
+	(cd "$cache/src/dl" && apt_private apt-get -q source --download-only "rdma-core=$debver") >> "$log" 2>&1 || true
+	got=$cache/src/dl/${orig##*/}
+	[ -f "$got" ] || failed "the archive does not serve ${orig##*/} (rdma-core $debver, deb-src trixie), see $log"
+	[ "$(sha256sum < "$got" | cut -d' ' -f1)" = "$want" ] ||
+		failed "${orig##*/} does not match the sha256 of trixie's Sources ($want)"
+	mv "$got" "$orig"
+	rm -rf "$cache/src/dl"
+	echo "rdma-core: ${orig##*/} of Debian's rdma-core $debver, sha256 $want (trixie's Sources)" >> "$log"
+fi
+ppatch=tests/kmod/rxe-dmabuf/rdma-core.patch
+pkey=$(hash_of "$ppatch" "$orig" "$0")
+pdir=$cache/rdma-core-$upver-$pkey
 if [ ! -f "$pdir/.done" ]; then
-	s=$cache/src
-	tree=$s/rdma-core-$ver
-	if [ ! -f "$tree/.done" ]; then
-		# a private apt configuration: deb-src bookworm, nothing of the host's
-		A=$cache/apt
-		mkdir -p "$A/lists/partial" "$A/cache/archives/partial" "$A/parts.d" "$A/prefs.d"
-		echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${STRIXPEER_DEBIAN_MIRROR:-http://deb.debian.org/debian} bookworm main" > "$A/sources.list"
-		: > "$A/status"
-		: > "$A/preferences"
-		opts=(-o "Dir::Etc::sourcelist=$A/sources.list" -o "Dir::Etc::sourceparts=$A/parts.d"
-			-o "Dir::Etc::preferences=$A/preferences" -o "Dir::Etc::preferencesparts=$A/prefs.d"
-			-o "Dir::State::lists=$A/lists" -o "Dir::State::status=$A/status"
-			-o "Dir::Cache=$A/cache" -o Debug::NoLocking=1)
-		[ "$(id -u)" -ne 0 ] || opts+=(-o APT::Sandbox::User=root)
-		dsc=$s/rdma-core_$ver.dsc
-		orig=$s/rdma-core_$upver.orig.tar.gz
-		dtar=$s/rdma-core_$ver.debian.tar.xz
-		if [ ! -f "$dsc" ] || [ ! -f "$dtar" ] || [ ! -f "$orig" ]; then
-			apt-get "${opts[@]}" -q update >> "$log" 2>&1 ||
-				{ unsupported "apt-get update (deb-src bookworm) failed, see $log"; }
-			(cd "$s" && apt-get "${opts[@]}" -q source --download-only "rdma-core=$ver") >> "$log" 2>&1 || true
-		fi
-		[ -f "$dsc" ] && [ -f "$dtar" ] ||
-			{ unsupported "rdma-core $ver's source package is not in the archive, see $log"; }
-		rm -rf "$tree" "$tree.tmp"
-		mkdir -p "$tree.tmp"
-		if [ -f "$orig" ]; then
-			want=$(sed -n '/^Checksums-Sha256:/,/^[^ ]/p' "$dsc" | awk -v f="${orig##*/}" '$3 == f { print $1 }')
-			[ "$(sha256sum < "$orig" | cut -d' ' -f1)" = "$want" ] ||
-				{ echo "build-rxe-dmabuf.sh: $orig does not match $dsc" >&2; exit 1; }
-			tar -xzf "$orig" -C "$tree.tmp" --strip-components=1
-			echo "rdma-core: Debian's $orig" >> "$log"
-		elif [ -n "${SP_RDMA_CORE_GIT:-}" ]; then
-			git --git-dir="$SP_RDMA_CORE_GIT" archive --format=tar "v$upver" |
-				tar -x -C "$tree.tmp"
-			echo "rdma-core: upstream tag v$upver from $SP_RDMA_CORE_GIT (the archive has no orig tarball)" >> "$log"
-			echo "upstream tag v$upver of $SP_RDMA_CORE_GIT" > "$tree.tmp/.strixpeer-origin"
-		else
-			rm -rf "$tree.tmp"
-			unsupported "the archive does not serve rdma-core_$upver.orig.tar.gz (put it in $s, or set SP_RDMA_CORE_GIT to a git dir of upstream rdma-core)"
-		fi
-		tar -xJf "$dtar" -C "$tree.tmp"
-		# Debian's patches, in order (44.0-2 has none)
-		if [ -f "$tree.tmp/debian/patches/series" ]; then
-			grep -v '^#' "$tree.tmp/debian/patches/series" | while read -r p _; do
-				[ -n "$p" ] && patch -s -d "$tree.tmp" -p1 < "$tree.tmp/debian/patches/$p"
-			done
-		fi
-		mv "$tree.tmp" "$tree"
-		touch "$tree/.done"
-	fi
 	rm -rf "$pdir"
 	mkdir -p "$pdir/src"
-	cp -r "$tree/." "$pdir/src/"
-	patch -s -d "$pdir/src" -p1 < tests/kmod/rxe-dmabuf/rdma-core.patch
-	# Only the provider (and the in-tree libibverbs it links against for
-	# the private symbols; the installed one serves them at run time).
+	tar -xzf "$orig" -C "$pdir/src" --strip-components=1
+	patch -s -d "$pdir/src" -p1 < "$ppatch" > "$pdir/patch.log" 2>&1 ||
+		failed "$ppatch does not apply to rdma-core $upver (see $pdir/patch.log)"
+	# Debian's paths compiled in (/etc/libibverbs.d, the multiarch provider
+	# directory): in the VM its files are bound over Debian's own
 	if ! (cd "$pdir" && cmake -S src -B b -G Ninja -DNO_MAN_PAGES=1 -DNO_PYVERBS=1 \
-			-DCMAKE_SKIP_RPATH=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-		ninja -C b lib/librxe-rdmav34.so) > "$pdir/build.log" 2>&1; then
-		echo "build-rxe-dmabuf.sh: provider build failed, see $pdir/build.log" >&2
+			-DCMAKE_SKIP_RPATH=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+			-DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_LIBDIR=lib/x86_64-linux-gnu \
+			-DCMAKE_INSTALL_SYSCONFDIR=/etc -DCMAKE_INSTALL_RUNDIR=/run &&
+		ninja -C b lib/libibverbs.so.1 lib/librxe-rdmav34.so) > "$pdir/build.log" 2>&1; then
 		tail -n 20 "$pdir/build.log" >&2
-		exit 1
+		failed "rdma-core $upver's libibverbs or rxe provider does not build, see $pdir/build.log"
 	fi
 	if grep -q 'providers/rxe.*warning:' "$pdir/build.log"; then
-		echo "build-rxe-dmabuf.sh: provider build warns, see $pdir/build.log" >&2
-		exit 1
+		failed "the patched rxe provider build warns, see $pdir/build.log"
 	fi
-	so=$pdir/librxe-rdmav34.so
-	cp "$pdir/b/lib/librxe-rdmav34.so" "$so"
-	# every private symbol it needs is in the installed libibverbs
-	need=$(objdump -T "$so" | awk '/\*UND\*/ && /IBVERBS_PRIVATE/ { print $NF }' | sort -u)
-	have=$(objdump -T "$libv" | awk '/IBVERBS_PRIVATE/ && !/\*UND\*/ { print $NF }' | sort -u)
-	missing=$(comm -23 <(echo "$need") <(echo "$have"))
-	[ -z "$missing" ] || { echo "build-rxe-dmabuf.sh: $libv lacks $missing" >&2; exit 1; }
+	mkdir -p "$pdir/providers" "$pdir/libibverbs.d"
+	cp -L "$pdir/b/lib/libibverbs.so.1" "$pdir/libibverbs.so.1"
+	cp "$pdir/b/lib/librxe-rdmav34.so" "$pdir/providers/"
+	echo "driver rxe" > "$pdir/libibverbs.d/rxe.driver"
 	rm -rf "$pdir/src" "$pdir/b"
 	touch "$pdir/.done"
 fi
-echo "provider: $pdir/librxe-rdmav34.so" >> "$log"
+# Programs built against the host's (bookworm's) libibverbs run on it: every
+# versioned symbol the host's exports, this one exports too.
+hostlib=$(readlink -f /usr/lib/x86_64-linux-gnu/libibverbs.so.1 2> /dev/null) ||
+	failed "no libibverbs.so.1 on the host (make deps)"
+syms() { objdump -T "$1" | awk 'NF > 2 && !/\*UND\*/ && $(NF-1) ~ /^\(?IBVERBS_1/ { print $(NF-1), $NF }' | tr -d '()' | sort -u; }
+missing=$(comm -23 <(syms "$hostlib") <(syms "$pdir/libibverbs.so.1"))
+[ -z "$missing" ] || failed "rdma-core $upver's libibverbs lacks what $hostlib exports: $(echo "$missing" | head -n 3 | tr '\n' ' ')"
+echo "libibverbs: $pdir/libibverbs.so.1, provider: $pdir/providers/librxe-rdmav34.so" >> "$log"
 {
 	echo "RXE_DMABUF_KO=$rdir/rdma_rxe.ko"
-	echo "RXE_DMABUF_PROVIDER=$pdir/librxe-rdmav34.so"
+	echo "RXE_DMABUF_LIBIBVERBS=$pdir/libibverbs.so.1"
+	echo "RXE_DMABUF_PROVIDERS=$pdir/providers"
+	echo "RXE_DMABUF_DRIVERS=$pdir/libibverbs.d"
+	echo "RXE_DMABUF_RDMA_CORE=$upver"
 } > "$out/env"
-echo "rxe-dmabuf for $kver: rxe $rdir/rdma_rxe.ko, provider $pdir/librxe-rdmav34.so"
+echo "rxe-dmabuf for $kver: rxe $rdir/rdma_rxe.ko, rdma-core $upver's libibverbs and rxe provider in $pdir"

@@ -7,12 +7,12 @@ out=build/demo
 mkdir -p "$out"
 echo "demo: building the library, CLI and test programs"
 make -s user || exit 1
-echo "demo: fetching Debian kernels (cached in ${STRIXPEER_CACHE:-$HOME/.cache/strixpeer})"
-tests/vm/kernels.sh fetch > "$out/kernels.log" 2>&1 || { tail -n 20 "$out/kernels.log"; exit 1; }
+echo "demo: fetching Debian's 6.12 kernel (cached in ${STRIXPEER_CACHE:-$HOME/.cache/strixpeer})"
+tests/vm/kernels.sh fetch 6.12 > "$out/kernels.log" 2>&1 || { tail -n 20 "$out/kernels.log"; exit 1; }
 kver=$(tests/vm/kernels.sh list | awk '$1 == "6.12" {print $2}')
 [ -n "$kver" ] || { echo "demo: no 6.12 kernel available"; exit 1; }
 echo "demo: building strixpeer.ko for $kver"
-tests/vm/build-module.sh "$kver" || { tail -n 20 "build/kmod/$kver/build.log"; exit 1; }
+tests/vm/build-module.sh --strixpeer-only "$kver" || { tail -n 20 "build/kmod/$kver/build.log"; exit 1; }
 echo "demo: booting $kver under qemu (software emulation, about a minute)"
 tests/vm/run-vm.sh --quiet --timeout 900 "$kver" "$PWD/$out" -- \
 	tests/vm/guest-demo.sh "$PWD/build/kmod/$kver/strixpeer.ko"

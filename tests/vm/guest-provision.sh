@@ -231,8 +231,9 @@ mode_node_install() {
 				! ls /lib/modules/"$k"/updates/dkms/strixpeer.ko* > /dev/null 2>&1
 			case_ $? "unsupported_kernel_${k}_autoinstall_succeeds_with_sid_dkms"
 		else
-			case_ 0 "unsupported_kernel_${k}_autoinstall_succeeds_with_sid_dkms" \
-				"# SKIP no dkms .deb from sid (provision.sh could not download it)"
+			# a download that failed is a failure, not a skip
+			case_ 1 "unsupported_kernel_${k}_autoinstall_succeeds_with_sid_dkms" \
+				"# no dkms .deb from sid: provision.sh could not download it (see sid-dkms.log)"
 		fi
 		rm -rf "/lib/modules/$k" "$fake/$k"
 	done

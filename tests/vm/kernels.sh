@@ -1,7 +1,8 @@
 #!/bin/sh
 # kernels.sh: the kernels the VM tests boot.
 #
-#   kernels.sh fetch        download (apt-get download, never installed on the
+#   kernels.sh fetch [NAME...]
+#                           download (apt-get download, never installed on the
 #                           host) and unpack Debian bookworm's 6.1 and 6.12
 #                           kernels with their headers + kbuild, the newest
 #                           kernel of Debian sid (7.x; through apt-sid.sh, with
@@ -9,7 +10,10 @@
 #                           debug kernel whose image+headers .debs sit in
 #                           ../shared/kernels/; one root per kernel in the cache.
 #                           Idempotent: an already-unpacked root is reused.
-#                           STRIXPEER_SID=0 leaves sid out.
+#                           STRIXPEER_SID=0 leaves sid out. With NAMEs (6.1,
+#                           6.12, sid, debug), only those: make demo fetches
+#                           6.12 alone; the other kernels the cache already
+#                           has stay listed.
 #   kernels.sh list         one line per kernel this checkout uses: <name>
 #                           <kver> <root> (name: 6.1, 6.12, sid unless
 #                           STRIXPEER_SID=0, debug-<kver> when its .deb is in
@@ -302,10 +306,15 @@ cmd_fetch() {
 		flock 9
 	fi
 	rm -f "$INDEX.tmp"
-	fetch_debian 6.1 linux-image-amd64
-	fetch_debian 6.12 linux-image-6.12-amd64
-	[ "${STRIXPEER_SID:-1}" = 0 ] || fetch_sid sid
-	fetch_shared
+	: >"$INDEX.tmp"
+	want=" ${*:-6.1 6.12 sid debug} "
+	for n in $want; do
+		case $n in 6.1 | 6.12 | sid | debug) ;; *) die "fetch: unknown kernel name $n (6.1, 6.12, sid, debug)" ;; esac
+	done
+	case $want in *" 6.1 "*) fetch_debian 6.1 linux-image-amd64 ;; esac
+	case $want in *" 6.12 "*) fetch_debian 6.12 linux-image-6.12-amd64 ;; esac
+	case $want in *" sid "*) [ "${STRIXPEER_SID:-1}" = 0 ] || fetch_sid sid ;; esac
+	case $want in *" debug "*) fetch_shared ;; esac
 	# Roots this fetch replaced (e.g. an older 6.1 ABI), and roots left
 	# half-unpacked by an interrupted fetch (no other fetch runs: the lock).
 	# A complete root nobody's index names any more stays: another
@@ -358,7 +367,10 @@ root_of() {
 }
 
 case ${1:-} in
-fetch) cmd_fetch ;;
+fetch)
+	shift
+	cmd_fetch "$@"
+	;;
 list) cmd_list ;;
 kdir)
 	[ $# -eq 2 ] || die "usage: $0 kdir <kver>"
@@ -381,7 +393,7 @@ srcver)
 	echo "$v"
 	;;
 *)
-	echo "usage: $0 fetch | list | kdir <kver> | root <kver> | srcver <kver> <dir>" >&2
+	echo "usage: $0 fetch [6.1|6.12|sid|debug ...] | list | kdir <kver> | root <kver> | srcver <kver> <dir>" >&2
 	exit 2
 	;;
 esac
