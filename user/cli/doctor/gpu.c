@@ -390,6 +390,11 @@ void dr_check_gpudirect(struct dr_ctx *c)
 			dr_set_summary(r, "clash: strixpeer wants the client name amdkfd, but another amdkfd client (version %s, ROCm's amdgpu-dkms) is registered, so strixpeer's registration failed",
 				       ver);
 			dr_advise(r, "either drop peer_client_name=amdkfd (ROCm's amdkfd client then serves RCCL for its own memory) or remove amdgpu-dkms (AMD does not support it on Strix Halo)");
+		} else if (!ver[0] && n < 0) {
+			r->status = DR_INFO;
+			dr_set_summary(r, "whether strixpeer's client \"%s\" registered cannot be told from files: this core has no memory_peers sysfs (OFED's and linux-nvidia's on 6.4 and later)",
+				       name);
+			dr_advise(r, "strixpeerctl status (PeerDirect: available yes/no, and why)");
 		} else if (!ver[0]) {
 			r->status = DR_WARN;
 			reason[0] = '\0';
