@@ -130,7 +130,7 @@ enum dr_nic_kind dr_nic_kind(const struct dr_port *p)
 }
 
 static const char *const dmabuf_how =
-	"sp_reg_mr() on the hipMalloc pointer, or LD_PRELOAD=libstrixpeer-preload.so for unmodified programs that call ibv_reg_mr (libstrixpeer(3)); UCX 1.23 and later and RCCL's dma-buf route use dma-buf MRs by themselves";
+	"sp_reg_mr() on the hipMalloc pointer, or LD_PRELOAD=libstrixpeer-preload.so for unmodified programs that call ibv_reg_mr (libstrixpeer(7)); UCX 1.23 and later and RCCL's dma-buf route use dma-buf MRs by themselves";
 
 /* One NIC: its route and the one thing to do. @client: 1 strixpeer's client is registered, 0 not, -1 unknown */
 static void route_one(struct dr_ctx *c, const struct dr_core *k, const struct dr_port *p,
@@ -148,13 +148,13 @@ static void route_one(struct dr_ctx *c, const struct dr_core *k, const struct dr
 		with = "host";
 		without = "host staging";
 		dr_set_summary(r, "%s takes host memory only (no peer-core hook, no dma-buf MRs): GPU memory reaches it only as a strixpeer buffer the GPU computes in (the host route); without strixpeer, libraries copy GPU memory through host buffers. A peer-memory core, OFED or NCCL_NET_GDR_LEVEL cannot change that (read from the drivers' code, not tried on hardware)",
-			       p->dev);
+			       p->rxe ? "Soft-RoCE" : "this driver");
 		dr_advise(r, "allocate the buffers the NIC and the GPU share with sp_buf_alloc() and give them to HIP with sp_buf_export() + hipImportExternalMemory() (examples/hip_import.c); register them with plain ibv_reg_mr()");
 		break;
 	case DR_NIC_DMABUF:
 		with = without = "dma-buf";
-		dr_set_summary(r, "%s takes GPU memory as pinned dma-buf MRs (ibv_reg_dmabuf_mr) and has no peer-core hook, so plain ibv_reg_mr on hipMalloc memory fails with EFAULT%s (read from the driver's code, not tried on hardware)",
-			       p->dev, core ? " even with this node's core" : "");
+		dr_set_summary(r, "the driver takes GPU memory as pinned dma-buf MRs (ibv_reg_dmabuf_mr) and has no peer-core hook, so plain ibv_reg_mr on hipMalloc memory fails with EFAULT%s (read from the driver's code, not tried on hardware)",
+			       core ? " even with this node's core" : "");
 		dr_advise(r, "register GPU memory through its dma-buf: %s", dmabuf_how);
 		break;
 	case DR_NIC_PEER_DMABUF:
@@ -162,19 +162,18 @@ static void route_one(struct dr_ctx *c, const struct dr_core *k, const struct dr
 		if (core && client != 0) {
 			with = "peerdirect";
 			r->status = DR_PASS;
-			dr_set_summary(r, "%s: plain ibv_reg_mr on hipMalloc memory goes through the peer-memory core to strixpeer's client%s, and dma-buf MRs work too; without strixpeer only dma-buf MRs do (amdgpu's own client cannot register with the core on 6.3 and later: ROCm/mori#560) (read from the code, not tried on hardware)",
-				       p->dev, client < 0 ? " (if it registered: the core has no memory_peers sysfs; strixpeerctl status says)" : "");
+			dr_set_summary(r, "plain ibv_reg_mr on hipMalloc memory goes through the peer-memory core to strixpeer's client%s, and dma-buf MRs work too; without strixpeer only dma-buf MRs do (amdgpu's own client cannot register with the core on 6.3 and later: ROCm/mori PR #560) (read from the code, not tried on hardware)",
+				       client < 0 ? " (if it registered: the core has no memory_peers sysfs; strixpeerctl status says)" : "");
 			break;
 		}
 		with = "dma-buf";
 		if (core) {
-			dr_set_summary(r, "%s: this kernel has a peer-memory core, but strixpeer's client is not registered, so plain ibv_reg_mr on hipMalloc memory fails (EFAULT) and GPU memory goes through dma-buf MRs only (read from the code, not tried on hardware)",
-				       p->dev);
+			dr_set_summary(r, "this kernel has a peer-memory core, but strixpeer's client is not registered, so plain ibv_reg_mr on hipMalloc memory fails (EFAULT) and GPU memory goes through dma-buf MRs only (read from the code, not tried on hardware)");
 			dr_advise(r, "load strixpeer with its client (modprobe strixpeer; gpudirect.client says why it did not register)");
 			break;
 		}
-		dr_set_summary(r, "%s: no peer-memory core in kernel %s (%s, %s, no ib_register_peer_memory_client in /proc/kallsyms): plain ibv_reg_mr on hipMalloc memory fails (EFAULT); GPU memory goes through dma-buf MRs, with strixpeer for any program, without it only in programs that call ibv_reg_dmabuf_mr (read from the code, not tried on hardware)",
-			       p->dev, k->release[0] ? k->release : "(unknown)",
+		dr_set_summary(r, "no peer-memory core in kernel %s (%s, %s, no ib_register_peer_memory_client in /proc/kallsyms): plain ibv_reg_mr on hipMalloc memory fails (EFAULT); GPU memory goes through dma-buf MRs, with strixpeer for any program, without it only in programs that call ibv_reg_dmabuf_mr (read from the code, not tried on hardware)",
+			       k->release[0] ? k->release : "(unknown)",
 			       dr_flavour_name(k->flavour), k->ofed ? "OFED installed" : "no OFED");
 		if (dr_core_advice(c, k, how, sizeof(how)))
 			dr_advise(r, "dma-buf MRs work now (%s); for plain ibv_reg_mr on hipMalloc memory as well: %s",
@@ -184,8 +183,7 @@ static void route_one(struct dr_ctx *c, const struct dr_core *k, const struct dr
 		break;
 	default:
 		with = without = "unknown";
-		dr_set_summary(r, "%s: a driver this doctor has no GPU-memory facts for; sp_reg_mr() tries every route and names what each lacked (sp_reg_mr(3))",
-			       p->dev);
+		dr_set_summary(r, "a driver this doctor has no GPU-memory facts for; sp_reg_mr() tries every route and names what each lacked (sp_reg_mr(3))");
 	}
 	dr_str(r, "route", with);
 	dr_str(r, "route_without_strixpeer", without);

@@ -127,7 +127,7 @@ void dr_check_ucx(struct dr_ctx *c, int client, bool no_gpu_nic, bool dmabuf_nic
 	dr_set_summary(r, "%s; so UCX's registrations of hipMalloc memory fail and its transfers of GPU memory fail or fall back",
 		       r->summary);
 	if (dmabuf)
-		dr_advise(r, "upgrade UCX to 1.23 or later (dma-buf by default), or set UCX_ROCM_COPY_DMABUF=y, or start the program with LD_PRELOAD=libstrixpeer-preload.so (libstrixpeer(3): its ibv_reg_mr registers GPU memory through its dma-buf); else export UCX_IB_GPU_DIRECT_RDMA=no (UCX then stages GPU memory through host buffers)");
+		dr_advise(r, "upgrade UCX to 1.23 or later (dma-buf by default), or set UCX_ROCM_COPY_DMABUF=y, or start the program with LD_PRELOAD=libstrixpeer-preload.so (libstrixpeer(7): its ibv_reg_mr registers GPU memory through its dma-buf); else export UCX_IB_GPU_DIRECT_RDMA=no (UCX then stages GPU memory through host buffers)");
 	else
 		dr_advise(r, "give UCX strixpeer buffers (sp_buf_alloc, exported to HIP), or export UCX_IB_GPU_DIRECT_RDMA=no (UCX then stages GPU memory through host buffers); gpudirect.route names what gives this node a peer-memory core");
 }
