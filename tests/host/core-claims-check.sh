@@ -18,7 +18,7 @@ cd "$(dirname "$0")/../.." || exit 1
 
 # A claim: Ubuntu named beside a core word, with no word that says which
 # Ubuntu kernels; both within two lines.
-ubuntu='ubuntu'
+ubuntu='Ubuntu'	# the name in prose, not ubuntu-* paths or versions
 coreword='ib_core|ib_uverbs|the api|peer[- _]?mem|peerdirect|peer-direct|peer core|peer-memory api|ib_register_peer_memory_client|ib_umem_get_peer|(the|a|its) core\b|core\)|\bcore[:;,]'
 qualifier='nvidia|generic|6\.8|5\.15|5\.4|before 6|no core|none|dropped|not ubuntu|ubuntu.s announcement|discourse'
 
@@ -38,7 +38,7 @@ claims() {
 			for (k = 1; k <= nok; k++)
 				if (oks[k] != "" && index(text, oks[k]))
 					return
-			if (t ~ u && t ~ c && t !~ q)
+			if (text ~ u && t ~ c && t !~ q)
 				printf "%d: %s\n", at, substr(text, 1, 160)
 		}
 		{ line[NR] = $0 }
@@ -46,11 +46,11 @@ claims() {
 			for (i = 1; i <= NR; i++) {
 				# the line alone, then with the next (a wrapped claim)
 				t = tolower(line[i])
-				if (t ~ u && t ~ c && t !~ q) {
+				if (line[i] ~ u && t ~ c && t !~ q) {
 					check(line[i] " " line[i + 1], i)
 					continue
 				}
-				if (i < NR && (t ~ u || tolower(line[i + 1]) ~ u))
+				if (i < NR && (line[i] ~ u || line[i + 1] ~ u))
 					check(line[i] " " line[i + 1], i)
 			}
 		}' "$1" | awk '!seen[$0]++'
