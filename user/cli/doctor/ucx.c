@@ -15,7 +15,11 @@
  *    CONFIG_PCI_P2PDMA=y in the kernel config, else dma_buf_move_notify and
  *    pci_p2pdma in /proc/kallsyms) and the IB device takes dma-buf MRs
  *    (uct_ib_md_check_dmabuf: ibv_reg_dmabuf_mr(fd -1) fails with EBADF);
- *    peer memory as the fallback.
+ *    peer memory as the fallback. The PR's review notes that
+ *    rocm_copy's DMABUF default becomes "try", decided by that kernel
+ *    heuristic (uct_rocm_base_is_dmabuf_supported) alone, so a failing
+ *    hsa_amd_portable_export_dmabuf() at run time would be a registration
+ *    error, not a fallback.
  * UCX's version comes from the distribution's package database where it is
  * text (dpkg's status: libucx0), or from ucx.pc.
  */
