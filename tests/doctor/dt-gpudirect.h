@@ -254,6 +254,7 @@ static void route_ubuntu_generic_no_core(void)
 	CHECK(!strcmp(obs_str(r, "route"), "dma-buf") &&
 	      !strcmp(obs_str(r, "route_if_pr11886"), "dma-buf"), "rccl %s / %s",
 	      obs_str(r, "route"), obs_str(r, "route_if_pr11886"));
+	summary_has(r, "strixpeer is not needed for RCCL");
 	dr_ctx_free(c);
 }
 

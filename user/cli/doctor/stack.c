@@ -288,8 +288,8 @@ void dr_check_rccl(struct dr_ctx *c, int dmabuf_nic, bool any_gpu_nic, int clien
 		   route,
 		   !strcmp(route, "peermem") ? (any_gpu_nic ? ": plain ibv_reg_mr on GPU memory, through the peer client" :
 						": GPU Direct RDMA on, yet no NIC here takes GPU memory, so its registrations fail") :
-		   !strcmp(route, "dma-buf") ? (dmabuf_nic < 0 ? ": ibv_reg_dmabuf_mr, if the NIC takes dma-buf MRs (not known under --sysroot)" :
-						": ibv_reg_dmabuf_mr on GPU memory") :
+		   !strcmp(route, "dma-buf") ? (dmabuf_nic < 0 ? ": ibv_reg_dmabuf_mr, if the NIC takes dma-buf MRs (not known under --sysroot), and then strixpeer is not needed for RCCL on this node" :
+						": ibv_reg_dmabuf_mr on GPU memory, so strixpeer is not needed for RCCL on this node") :
 		   ": no GPU Direct RDMA, data is copied through host memory",
 		   !strcmp(probe, route) ? "the same" : probe,
 		   env[0] ? "; set " : "; no environment needed", env);
