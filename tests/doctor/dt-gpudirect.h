@@ -263,6 +263,7 @@ static void route_ubuntu_doca_ofed_core(void)
 {
 	struct dr_ctx *c = run("ubuntu-hwe-cx7-doca");
 	const struct dr_result *r = expect(c, "gpudirect.core", NULL, DR_PASS, NULL);
+	char root[PATH_MAX];
 
 	CHECK(obs_bool(r, "ofed") && obs_bool(r, "kallsyms_peer_api") &&
 	      strstr(obs_str(r, "ofed_path"), "ofa_kernel"), "ofed %s", obs_str(r, "ofed_path"));
@@ -279,6 +280,17 @@ static void route_ubuntu_doca_ofed_core(void)
 	      !strcmp(obs_str(r, "route_if_pr11886"), "peermem (probe)"), "rccl %s / %s",
 	      obs_str(r, "route"), obs_str(r, "route_if_pr11886"));
 	dr_ctx_free(c);
+	/* OFED installed, its ib_uverbs not loaded (kallsyms lists loaded modules only) */
+	copy_fixture("ubuntu-hwe-cx7-doca", root, sizeof(root));
+	write_file(root, "proc/kallsyms", "ffffffff81000000 T _stext");
+	c = run(root);
+	r = expect(c, "gpudirect.core", NULL, DR_INFO, "modprobe ib_uverbs");
+	CHECK(obs_bool(r, "ofed") && !obs_bool(r, "kallsyms_peer_api"), "ofed, no symbol");
+	CHECK(!strstr(r->advice, "install NVIDIA's DOCA-OFED"), "%s", r->advice);
+	r = expect(c, "gpudirect.route", "mlx5_0", DR_INFO, "modprobe ib_uverbs");
+	CHECK(!strcmp(obs_str(r, "route"), "dma-buf"), "route %s", obs_str(r, "route"));
+	dr_ctx_free(c);
+	remove_copy(root);
 }
 
 /* Ubuntu's linux-nvidia kernel: its own core */
