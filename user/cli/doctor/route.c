@@ -162,7 +162,7 @@ static void route_one(struct dr_ctx *c, const struct dr_core *k, const struct dr
 		if (core && client != 0) {
 			with = "peerdirect";
 			r->status = DR_PASS;
-			dr_set_summary(r, "plain ibv_reg_mr on hipMalloc memory goes through the peer-memory core to strixpeer's client%s, and dma-buf MRs work too; without strixpeer only dma-buf MRs do (amdgpu's own client cannot register with the core on 6.3 and later: ROCm/mori PR #560) (read from the code, not tried on hardware)",
+			dr_set_summary(r, "plain ibv_reg_mr on hipMalloc memory goes through the peer-memory core to strixpeer's client%s, and dma-buf MRs work too; without strixpeer only dma-buf MRs do (amdgpu's own client cannot register with the core on current kernels: symbol_get() refuses its non-GPL export, ROCm/mori PR #560) (read from the code, not tried on hardware)",
 				       client < 0 ? " (if it registered: the core has no memory_peers sysfs; strixpeerctl status says)" : "");
 			break;
 		}
