@@ -88,7 +88,8 @@ bool dr_core_advice(const struct dr_ctx *c, const struct dr_core *k, char *out, 
 	switch (k->flavour) {
 	case DR_FL_UBUNTU_GENERIC:
 		if (k->release[0] && dr_kver_cmp(k->release, "6.8") < 0) {
-			dr_fmt(out, len, "Ubuntu's generic kernels before 6.8 carry the core in ib_uverbs, and /proc/kallsyms lists loaded modules only: modprobe ib_uverbs, then reload strixpeer");
+			dr_fmt(out, len, "whether Ubuntu's generic kernels of 6.5 and 6.6 still carry the core is not settled (ROCm/rccl PR #1218 says the HWE 6.5 kernel does, issue 43 read their ABI files as exporting none): modprobe ib_uverbs (/proc/kallsyms lists loaded modules only); if ib_register_peer_memory_client still does not show, install NVIDIA's DOCA-OFED for Ubuntu%s%s",
+			       ver[0] ? " " : "", ver);
 			return true;
 		}
 		dr_fmt(out, len, "Ubuntu's generic kernels have no peer-memory core since 6.8 (Ubuntu Discourse topic 44425): install NVIDIA's DOCA-OFED for Ubuntu%s%s (its mlnx-ofa_kernel DKMS brings ib_uverbs with the core) or boot Ubuntu's linux-nvidia kernel, then reinstall strixpeer-dkms so that it builds against the core (docs/install.md, PeerDirect on OFED nodes)",
