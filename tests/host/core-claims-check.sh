@@ -20,7 +20,7 @@ cd "$(dirname "$0")/../.." || exit 1
 # Ubuntu kernels; both within two lines.
 ubuntu='Ubuntu'	# the name in prose, not ubuntu-* paths or versions
 coreword='ib_core|ib_uverbs|the api|peer[- _]?mem|peerdirect|peer-direct|peer core|peer-memory api|ib_register_peer_memory_client|ib_umem_get_peer|(the|a|its) core\b|core\)|\bcore[:;,]'
-qualifier='nvidia|generic|6\.8|5\.15|5\.4|before 6|no core|none|dropped|not ubuntu|ubuntu.s announcement|discourse'
+qualifier='nvidia|generic|6\.8|6\.5|5\.15|5\.4|before 6|no core|none|dropped|not ubuntu|ubuntu.s announcement|discourse'
 
 # Correct sentences the rule would take for claims (Ubuntu beside a core
 # word that is about something else), as exact fragments.
