@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * strixpeer - the peer-memory client ABI, as offered by MLNX_OFED /
- * DOCA-OFED's ib_core and by Ubuntu kernels ("RDMA/core: Introduce peer
- * memory interface"). Mainline has no header for it, so the layout is
- * declared here from the ABI's description; it must match the core's
- * byte for byte (see the BUILD_BUG_ONs in peer.c).
+ * DOCA-OFED's ib_uverbs and by Ubuntu's linux-nvidia kernels ("RDMA/core:
+ * Introduce peer memory interface"); Ubuntu's generic kernels dropped it
+ * at 6.8, Debian's and Fedora's never had it. Mainline has no header for
+ * it, so the layout is declared here from the ABI's description; it must
+ * match the core's byte for byte (see the BUILD_BUG_ONs in peer.c).
  */
 #ifndef _STRIXPEER_PEER_MEM_H
 #define _STRIXPEER_PEER_MEM_H

@@ -267,6 +267,8 @@ tests/host/rpm-check.sh > "$out/rpm-check.tap" 2>&1
 record_tap "host/rpm-check" "$out/rpm-check.tap"
 tests/host/systemd-check.sh > "$out/systemd-check.tap" 2>&1
 record_tap "host/systemd-check" "$out/systemd-check.tap"
+tests/host/core-claims-check.sh > "$out/core-claims-check.tap" 2>/dev/null
+record_tap "host/core-claims-check" "$out/core-claims-check.tap"
 # kernels.sh on a cache two checkouts share (fake packages, no download).
 tests/host/kernels-cache-check.sh > "$out/kernels-cache-check.tap" 2>&1
 record_tap "host/kernels-cache-check" "$out/kernels-cache-check.tap"

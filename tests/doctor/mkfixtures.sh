@@ -349,13 +349,14 @@ rm -rf "$f/sys/kernel/mm/memory_peers/strixpeer"
 w "$f/sys/kernel/mm/memory_peers/amdkfd/version" "1.0"	# ROCm's own
 
 # RCCL's view: an OFED-style core (kallsyms) without memory_peers sysfs
-# (kernels >= 6.4), a kernel without any core, and a 7.1 kernel whose config
+# (kernels >= 6.4), a kernel without any core, and a 7.1 kernel (its core
+# without sysfs, so RCCL sees no peer memory) whose config
 # has no CONFIG_DMABUF_MOVE_NOTIFY line (its dma_buf_invalidate_mappings is
 # what RCCL's kallsyms test would have to look for)
 f=$out/rccl-core-no-sysfs; base "$f"; cx4 "$f"; rm -rf "$f/sys/kernel/mm/memory_peers"
 f=$out/rccl-no-core;	base "$f"; cx4 "$f"; rm -rf "$f/sys/kernel/mm/memory_peers"
 w "$f/proc/kallsyms" "ffffffff81000000 T _stext"
-f=$out/rccl-kernel-7.1;	base "$f" 7.1.0-amd64; cx4 "$f"
+f=$out/rccl-kernel-7.1;	base "$f" 7.1.0-amd64; cx4 "$f"; rm -rf "$f/sys/kernel/mm/memory_peers"
 w "$f/boot/config-7.1.0-amd64" "CONFIG_DMA_SHARED_BUFFER=y" "CONFIG_PCI_P2PDMA=y"
 w "$f/proc/kallsyms" "ffffffff81000000 T _stext" "ffffffff81000100 t ib_register_peer_memory_client" \
 	"ffffffff81000200 T dma_buf_invalidate_mappings" "ffffffff81000300 T pci_p2pdma_add_resource"
@@ -370,9 +371,57 @@ w "$f/proc/kallsyms" "ffffffff81000000 T _stext" "ffffffff81000100 t ib_register
 f=$out/rccl-config-gz;	base "$f"; cx4 "$f"; rm -f "$f/boot/config-6.18.4-amd64"
 printf '%s\n' "# Automatically generated file; DO NOT EDIT." "CONFIG_DMA_SHARED_BUFFER=y" \
 	"CONFIG_DMABUF_MOVE_NOTIFY=y" "CONFIG_PCI_P2PDMA=y" | gzip -9n > "$f/proc/config.gz"
-f=$out/rccl-config-gz-truncated; base "$f"; cx4 "$f"
+f=$out/rccl-config-gz-truncated; base "$f"; cx4 "$f"; rm -rf "$f/sys/kernel/mm/memory_peers"
 w "$f/boot/config-6.18.4-amd64" "CONFIG_DMABUF_MOVE_NOTIFY=y" "# CONFIG_PCI_P2PDMA is not set"
 head -c 40 "$out/rccl-config-gz/proc/config.gz" > "$f/proc/config.gz"
+
+# Where a peer-memory core would come from (gpudirect.core, .route): a
+# kernel release of each flavour, OFED's files, the symbol in kallsyms, no
+# memory_peers sysfs (no core, or a core on 6.4 and later). The os-release,
+# kernel config and dpkg lines are written for these trees, not copied
+# from the distributions.
+no_core() {	# no_core ROOT: no core, strixpeer's client not registered
+	rm -rf "$1/sys/kernel/mm/memory_peers"
+	w "$1/proc/kallsyms" "ffffffff81000000 T _stext" "ffffffff81000300 T pci_p2pdma_add_resource" \
+		"ffffffff81000200 T dma_buf_invalidate_mappings"
+}
+osrel() {	# osrel ROOT ID VERSION_ID [ID_LIKE]
+	w "$1/etc/os-release" "ID=$2" "VERSION_ID=\"$3\"" ${4:+"ID_LIKE=$4"}
+}
+# a ConnectX-7 (Gen5 x16, 200 GbE RoCE) in a Gen4 x4 slot
+cx7() {	# cx7 ROOT
+	local r=$1 dev=pci0000:00/0000:00:01.2/0000:03:00.0
+	pci "$r" pci0000:00/0000:00:01.2 1022 14ee 060400 16.0 4 16.0 4
+	pci "$r" "$dev" 15b3 1021 020000 16.0 4 32.0 16 0
+	ibdev "$r" mlx5_0 "$dev" 28.43.1014 MT4129
+	port "$r" mlx5_0 1 "4: ACTIVE" "5: LinkUp" "200 Gb/sec (4X HDR)" Ethernet
+	roce "$r" mlx5_0 1 enp3s0np0 c612:0001; netdev "$r" enp3s0np0 9000
+}
+# seed-001: Ubuntu 24.04, linux-hwe-7.0 generic, ConnectX-7: no core
+ub=7.0.0-15-generic
+f=$out/ubuntu-hwe-cx7;	base "$f" "$ub"; cx7 "$f"; no_core "$f"; osrel "$f" ubuntu 24.04 debian
+w "$f/boot/config-$ub" "CONFIG_DMA_SHARED_BUFFER=y" "CONFIG_PCI_P2PDMA=y"
+w "$f/var/lib/dpkg/status" "Package: libucx0" "Status: install ok installed" \
+	"Version: 1.16.0+ds-5ubuntu1" "" "Package: rdma-core" "Version: 50.0-2build2"
+# the same node with DOCA-OFED: the core in OFED's ib_uverbs, no sysfs
+f=$out/ubuntu-hwe-cx7-doca; base "$f" "$ub"; cp -a "$out/ubuntu-hwe-cx7/." "$f/"; no_core "$f"
+w "$f/proc/sys/kernel/hostname" "ubuntu-hwe-cx7-doca"
+mkdir -p "$f/usr/src/ofa_kernel/default"
+w "$f/lib/modules/$ub/updates/dkms/ib_uverbs.ko" ""
+w "$f/proc/kallsyms" "ffffffff81000000 T _stext" \
+	"ffffffffc0a01000 T ib_register_peer_memory_client	[ib_uverbs]" \
+	"ffffffff81000200 T dma_buf_invalidate_mappings" "ffffffff81000300 T pci_p2pdma_add_resource"
+# Ubuntu's linux-nvidia kernel: its own core in ib_uverbs, no sysfs
+un=6.17.0-1004-nvidia
+f=$out/ubuntu-nvidia;	base "$f" "$un"; cx7 "$f"; no_core "$f"; osrel "$f" ubuntu 24.04 debian
+w "$f/proc/kallsyms" "ffffffff81000000 T _stext" \
+	"ffffffffc0a01000 T ib_register_peer_memory_client	[ib_uverbs]" \
+	"ffffffff81000200 T dma_buf_move_notify" "ffffffff81000300 T pci_p2pdma_add_resource"
+# Fedora 43 with a ConnectX-4 Lx (mlx5): no core, no OFED
+fk=6.17.7-300.fc43.x86_64
+f=$out/fedora43-cx4lx;	base "$f" "$fk"; cx4 "$f"; no_core "$f"; osrel "$f" fedora 43
+verbs "$f" /usr/lib64 57.0
+w "$f/boot/config-$fk" "CONFIG_DMA_SHARED_BUFFER=y" "CONFIG_DMABUF_MOVE_NOTIFY=y" "CONFIG_PCI_P2PDMA=y"
 
 # rdma-core's release: an irdma NIC on Debian 12's 44 (WARN), on 56
 # (INFO), a ConnectX on 44 (INFO), irdma on Fedora's /usr/lib64 with 48,

@@ -3,7 +3,7 @@
  * strixpeerctl doctor: what is wrong with this RDMA node, and does RDMA into
  * strixpeer memory work on it.
  *
- * The checks (rdma.c, link.c, pci.c, memory.c, gpu.c, stack.c, self.c) read
+ * The checks (rdma.c, link.c, pci.c, memory.c, gpu.c, route.c, stack.c, self.c) read
  * files only, each of them under ctx->sysroot, so that each check runs
  * against a fake tree in the tests (tests/doctor/). What files cannot show
  * (the verbs device, the module's ABI handshake, the dma-buf MR probe) is
@@ -178,6 +178,8 @@ int dr_kver_cmp(const char *a, const char *b);
  */
 enum dr_os { DR_OS_UNKNOWN, DR_OS_DEBIAN, DR_OS_FEDORA };
 enum dr_os dr_os(const struct dr_ctx *c);
+/* an os-release variable (ID, VERSION_ID, ...), unquoted, "" when unknown */
+void dr_os_var(const struct dr_ctx *c, const char *var, char *out, size_t len);
 /* "apt install PKG" / "dnf install PKG" / both; PKG the same on both */
 void dr_os_install(const struct dr_ctx *c, char *out, size_t len, const char *pkg);
 /* the kernel headers DKMS needs: linux-headers-KVER / kernel-devel-KVER */
@@ -204,10 +206,43 @@ void dr_check_gpudirect(struct dr_ctx *c);
 /*
  * stack.c: what RCCL decides (after gpudirect's other results, whose
  * rccl_level it reads); @dmabuf_nic: 1 a NIC takes dma-buf MRs, 0 none, -1
- * not known (--sysroot); @any_gpu_nic: a NIC driver that can take GPU memory
+ * not known (--sysroot); @any_gpu_nic: a NIC driver that can take GPU
+ * memory; @client: strixpeer's client 1 registered, 0 not, -1 unknown
  */
-void dr_check_rccl(struct dr_ctx *c, int dmabuf_nic, bool any_gpu_nic);
+void dr_check_rccl(struct dr_ctx *c, int dmabuf_nic, bool any_gpu_nic, int client);
+/*
+ * The dma-buf kernel test of RCCL (@ucx false) or UCX (@ucx true): 1 when
+ * it passes; the file it decided on in @used
+ */
+int dr_dmabuf_kernel_test(struct dr_ctx *c, bool ucx, char *used, size_t len);
+/* ucx.c: gpudirect.ucx, what UCX decides for ROCm memory */
+void dr_check_ucx(struct dr_ctx *c, int client, bool no_gpu_nic, bool dmabuf_nic);
 void dr_check_strixpeer(struct dr_ctx *c);
+/*
+ * route.c: where a peer-memory core would come from (kernel flavour from
+ * uname -r, OFED's files, /proc/kallsyms) and gpudirect.route, the route
+ * GPU memory takes to each NIC with strixpeer and without it.
+ */
+enum dr_flavour {
+	DR_FL_OTHER, DR_FL_UBUNTU_GENERIC, DR_FL_UBUNTU_NVIDIA, DR_FL_FEDORA, DR_FL_DEBIAN,
+};
+/* GPU memory a NIC driver takes: peer core and dma-buf MRs (mlx5), dma-buf MRs only, none */
+enum dr_nic_kind { DR_NIC_UNKNOWN, DR_NIC_PEER_DMABUF, DR_NIC_DMABUF, DR_NIC_HOST };
+struct dr_core {
+	enum dr_flavour flavour;
+	char release[128];	/* uname -r */
+	bool ofed;		/* MLNX/DOCA-OFED installed */
+	char ofed_path[256];	/* the file that shows it */
+	bool kallsyms_api;	/* ib_register_peer_memory_client in /proc/kallsyms */
+	bool sysfs;		/* /sys/kernel/mm/memory_peers exists */
+};
+void dr_core_facts(struct dr_ctx *c, struct dr_core *k);
+const char *dr_flavour_name(enum dr_flavour f);
+enum dr_nic_kind dr_nic_kind(const struct dr_port *p);
+/* where this node would get a core, in @out; true when a step exists that gives one */
+bool dr_core_advice(const struct dr_ctx *c, const struct dr_core *k, char *out, size_t len);
+/* @client: 1 strixpeer's client registered, 0 not, -1 cannot be told from files */
+void dr_check_route(struct dr_ctx *c, const struct dr_core *k, int client);
 /* The node facts and every wanted check, in order. */
 void dr_run(struct dr_ctx *c);
 

@@ -272,7 +272,9 @@ static void check_gdr_level(struct dr_ctx *c, const struct gpu *g, int ngpu)
 			struct dr_result *r;
 			int shared;
 
-			if (!p->pci[0] || (k && !strcmp(c->ports[k - 1].pci, p->pci)))
+			/* a NIC that takes no GPU memory has no distance to tune */
+			if (!p->pci[0] || (k && !strcmp(c->ports[k - 1].pci, p->pci)) ||
+			    dr_nic_kind(p) == DR_NIC_HOST)
 				continue;
 			dr_fmt(subj, sizeof(subj), "%s<->%s", g[i].bdf, p->rxe ? p->netdev : p->dev);
 			shared = dr_pci_common(g[i].path, p->pci, common, sizeof(common));
@@ -292,83 +294,33 @@ static void check_gdr_level(struct dr_ctx *c, const struct gpu *g, int ngpu)
 	}
 }
 
-/*
- * What GPU memory paths a verbs driver offers, by its device name (read
- * from the drivers' code, not tried on hardware): mlx5 registers peer
- * memory (PeerDirect) and dma-buf MRs; irdma pinned dma-buf MRs only;
- * mlx4, rxe and siw neither: host buffers (strixpeer's) only.
- */
+/* What GPU memory a NIC driver takes (dr_nic_kind), in words; NULL: not known */
 static const char *nic_gpu_paths(const struct dr_port *p, bool *gpu)
 {
-	static const struct {
-		const char *prefix, *paths;
-		bool gpu;
-	} drv[] = {
-		{ "mlx5", "PeerDirect (ibv_reg_mr on GPU memory through a peer client) and dma-buf MRs", true },
-		{ "irdma", "pinned dma-buf MRs (no PeerDirect)", true },
-		{ "mlx4", "host buffers only: no PeerDirect, no dma-buf MRs", false },
-		{ "rxe", "host buffers only: no PeerDirect, no dma-buf MRs", false },
-		{ "siw", "host buffers only: no PeerDirect, no dma-buf MRs", false },
-	};
-
-	for (size_t i = 0; i < sizeof(drv) / sizeof(drv[0]); i++)
-		if (!strncmp(p->dev, drv[i].prefix, strlen(drv[i].prefix)) || (p->rxe && !strcmp(drv[i].prefix, "rxe"))) {
-			*gpu = drv[i].gpu;
-			return drv[i].paths;
-		}
-	*gpu = true;
-	return NULL;
-}
-
-/*
- * gpudirect.ucx, read from UCX's code (src/uct/ib/base/ib_md.c), not tried
- * on hardware: with UCX_IB_GPU_DIRECT_RDMA=try (the default) the IB memory
- * domain counts ROCm memory as registrable when /dev/kfd exists, and then
- * calls ibv_reg_mr on hipMalloc pointers; that pins GPU (TTM) memory only
- * through a peer-memory client (ROCm's amdkfd, or strixpeer's). Its
- * dma-buf route for ROCm memory (UCX_ROCM_COPY_DMABUF) is off by default.
- * @client: a memory_peers client is registered; @unknown: a core without
- * memory_peers sysfs, strixpeer loaded (whether it registered is not in
- * files); @no_gpu_nic: every NIC here takes host memory only.
- */
-static void check_ucx(struct dr_ctx *c, bool client, bool unknown, bool no_gpu_nic)
-{
-	struct dr_result *r;
-
-	if (!dr_exists(c, "/dev/kfd")) {
-		r = dr_add(c, DR_C_GPUDIRECT, "ucx", "", DR_INFO,
-			   "no /dev/kfd: UCX does not count ROCm memory as registrable on its IB devices (read from UCX's code, not tried on hardware)");
-		dr_bool(r, "kfd", false);
-		dr_bool(r, "peer_client", client);
-		return;
-	}
-	r = dr_add(c, DR_C_GPUDIRECT, "ucx", "", DR_PASS,
-		   "/dev/kfd exists, so UCX treats ROCm memory as registrable (UCX_IB_GPU_DIRECT_RDMA=try): it calls ibv_reg_mr on GPU pointers, which succeeds only through a peer-memory client%s (read from UCX's code, not tried on hardware)",
-		   client ? " (one is registered)" : unknown ? " (whether strixpeer's registered cannot be told from files: the core has no memory_peers sysfs)" : " (none is registered)");
-	dr_bool(r, "kfd", true);
-	dr_bool(r, "peer_client", client);
-	if (no_gpu_nic) {
-		r->status = DR_INFO;
-		dr_set_summary(r, "%s; and no NIC here registers GPU memory (mlx4/rxe/siw): it fails on every one",
-			       r->summary);
-		dr_advise(r, "give UCX strixpeer buffers (sp_buf_alloc, exported to HIP) rather than hipMalloc memory, or export UCX_IB_GPU_DIRECT_RDMA=no so UCX stages GPU memory through host buffers");
-	} else if (unknown) {
-		r->status = DR_INFO;
-		dr_advise(r, "strixpeerctl status says whether strixpeer's PeerDirect client registered; if not, export UCX_IB_GPU_DIRECT_RDMA=no");
-	} else if (!client) {
-		r->status = DR_WARN;
-		dr_set_summary(r, "%s: no peer client can claim GPU memory, so UCX's registrations of hipMalloc memory fail and its transfers of GPU memory fail or fall back",
-			       r->summary);
-		dr_advise(r, "export UCX_IB_GPU_DIRECT_RDMA=no (UCX then stages GPU memory through host buffers), or give UCX strixpeer buffers (sp_buf_alloc, exported to HIP), or load strixpeer with its PeerDirect client on a kernel with the peer-memory core (gpudirect.core, gpudirect.client); where the NIC takes dma-buf MRs, start the program with LD_PRELOAD=libstrixpeer-preload.so (libstrixpeer(3): its ibv_reg_mr registers GPU memory through its dma-buf) or set UCX_ROCM_COPY_DMABUF=y (UCX's own dma-buf route, off by default)");
+	switch (dr_nic_kind(p)) {
+	case DR_NIC_PEER_DMABUF:
+		*gpu = true;
+		return "PeerDirect (ibv_reg_mr on GPU memory through a peer client) and dma-buf MRs";
+	case DR_NIC_DMABUF:
+		*gpu = true;
+		return "pinned dma-buf MRs (no PeerDirect)";
+	case DR_NIC_HOST:
+		*gpu = false;
+		return "host buffers only: no PeerDirect, no dma-buf MRs";
+	default:
+		*gpu = true;
+		return NULL;
 	}
 }
 
 void dr_check_gpudirect(struct dr_ctx *c)
 {
 	char **clients = NULL, list[512] = "", name[80] = "", ours[64] = "", pd[8] = "";
-	char ver[64], reason[256];
+	char ver[64], reason[256], how[768];
 	struct gpu g[MAX_GPUS];
-	bool core, loaded, kfd_client, amd_gpu;
+	bool core, loaded, kfd_client, amd_gpu, peer_nic = false, dmabuf_nic = false;
+	struct dr_core k;
+	int client = 0;
 	int n, ks, ngpu, dmabuf_ok = -1;
 	struct dr_result *r;
 
@@ -380,18 +332,30 @@ void dr_check_gpudirect(struct dr_ctx *c)
 
 		snprintf(list + l, sizeof(list) - l, "%s%s", l ? ", " : "", clients[i]);
 	}
+	dr_core_facts(c, &k);
+	for (size_t i = 0; i < c->nports; i++)
+		peer_nic |= dr_nic_kind(&c->ports[i]) == DR_NIC_PEER_DMABUF;
 	r = dr_add(c, DR_C_GPUDIRECT, "core", "", core ? DR_PASS : DR_INFO, "%s", "");
 	dr_bool(r, "peer_memory_core", core);
 	dr_str(r, "clients", list);
-	if (core)
-		dr_set_summary(r, "peer-memory core present (%s%s%s)",
-			       n >= 0 ? "memory_peers/ clients: " : "ib_register_peer_memory_client in kallsyms",
-			       n >= 0 ? (list[0] ? list : "none yet") : "", "");
-	else
-		dr_set_summary(r, "no peer-memory core in this kernel (no %s, no ib_register_peer_memory_client in /proc/kallsyms%s): ibv_reg_mr cannot register GPU (TTM) memory; strixpeer buffers and dma-buf still work",
-			       PEERS, ks < 0 ? ", which is unreadable" : "");
-	if (!core)
-		dr_advise(r, "PeerDirect needs a kernel with the peer-memory API (Ubuntu kernels, MLNX_OFED/DOCA-OFED); otherwise register strixpeer buffers, or GPU memory through ibv_reg_dmabuf_mr on a NIC that supports it");
+	dr_str(r, "kernel_flavour", dr_flavour_name(k.flavour));
+	dr_bool(r, "ofed", k.ofed);
+	dr_str(r, "ofed_path", k.ofed_path);
+	dr_bool(r, "kallsyms_peer_api", k.kallsyms_api);
+	if (core) {
+		dr_set_summary(r, "peer-memory core present (%s%s; kernel %s, %s, %s)",
+			       n >= 0 ? "memory_peers/ clients: " : "ib_register_peer_memory_client in kallsyms, no memory_peers sysfs",
+			       n >= 0 ? (list[0] ? list : "none yet") : "", k.release,
+			       dr_flavour_name(k.flavour), k.ofed ? "OFED installed" : "no OFED");
+	} else {
+		dr_set_summary(r, "no peer-memory core in kernel %s (%s, %s; no %s, no ib_register_peer_memory_client in /proc/kallsyms%s): ibv_reg_mr cannot register GPU (TTM) memory; strixpeer buffers and dma-buf MRs still work",
+			       k.release[0] ? k.release : "(unknown)", dr_flavour_name(k.flavour),
+			       k.ofed ? "OFED installed" : "no OFED", PEERS,
+			       ks < 0 ? ", which is unreadable" : "");
+		/* only a NIC that asks a core (mlx5) gains from one: no advice otherwise */
+		if (peer_nic && dr_core_advice(c, &k, how, sizeof(how)))
+			dr_advise(r, "%s", how);
+	}
 
 	/* strixpeer's own client */
 	loaded = dr_exists(c, "/sys/module/strixpeer");
@@ -426,6 +390,11 @@ void dr_check_gpudirect(struct dr_ctx *c)
 			dr_set_summary(r, "clash: strixpeer wants the client name amdkfd, but another amdkfd client (version %s, ROCm's amdgpu-dkms) is registered, so strixpeer's registration failed",
 				       ver);
 			dr_advise(r, "either drop peer_client_name=amdkfd (ROCm's amdkfd client then serves RCCL for its own memory) or remove amdgpu-dkms (AMD does not support it on Strix Halo)");
+		} else if (!ver[0] && n < 0) {
+			r->status = DR_INFO;
+			dr_set_summary(r, "whether strixpeer's client \"%s\" registered cannot be told from files: this core has no memory_peers sysfs (OFED's and linux-nvidia's on 6.4 and later)",
+				       name);
+			dr_advise(r, "strixpeerctl status (PeerDirect: available yes/no, and why)");
 		} else if (!ver[0]) {
 			r->status = DR_WARN;
 			reason[0] = '\0';
@@ -434,6 +403,9 @@ void dr_check_gpudirect(struct dr_ctx *c)
 			dr_set_summary(r, "strixpeer's client \"%s\" is not registered with the peer-memory core%s%s",
 				       name, reason[0] ? ": " : "", reason);
 			dr_advise(r, "see strixpeerctl status (PeerDirect reason) and dmesg | grep strixpeer; rebuild the module against the core's Module.symvers (make module SP_PEER_SYMVERS=...)");
+		} else if (strcmp(name, "amdkfd") && !kfd_client && c->nports && !peer_nic) {
+			dr_set_summary(r, "strixpeer's client is registered as \"%s\"; no NIC here asks a peer-memory core (gpudirect.route), so neither its name nor the client changes anything on this node",
+				       name);
 		} else if (strcmp(name, "amdkfd") && !kfd_client) {
 			r->status = DR_WARN;
 			dr_set_summary(r, "strixpeer's client is registered as \"%s\": released RCCL, GASNet-EX, LCI and ctran look only for %s/amdkfd/version and will not use GPU Direct RDMA (RCCL's current code accepts any client: gpudirect.rccl_peermem)",
@@ -449,6 +421,10 @@ void dr_check_gpudirect(struct dr_ctx *c)
 		}
 	}
 
+	/* strixpeer's client: registered (in sysfs), not, or not told by files */
+	if (loaded && pd[0] != 'N' && pd[0] != '0' && core)
+		client = ver[0] ? 1 : n < 0 ? -1 : 0;
+
 	/* each NIC driver's GPU paths */
 	bool any_gpu_nic = false;
 
@@ -461,6 +437,7 @@ void dr_check_gpudirect(struct dr_ctx *c)
 			continue;
 		paths = nic_gpu_paths(p, &gpu);
 		any_gpu_nic |= gpu;
+		dmabuf_nic |= dr_nic_kind(p) == DR_NIC_PEER_DMABUF || dr_nic_kind(p) == DR_NIC_DMABUF;
 		if (!paths)
 			continue;
 		r = dr_add(c, DR_C_GPUDIRECT, "nic", p->dev, DR_INFO, "%s (read from the driver's code, not tried on hardware)",
@@ -471,8 +448,6 @@ void dr_check_gpudirect(struct dr_ctx *c)
 	}
 
 	amd_gpu = (ngpu = find_amd_gpus(c, g, MAX_GPUS)) > 0;
-	check_ucx(c, list[0] != '\0', core && n < 0 && loaded && pd[0] != 'N' && pd[0] != '0',
-		  c->nports && !any_gpu_nic);
 
 	/* the dma-buf MR path, probed per device as NCCL/UCX do */
 	for (size_t i = 0; i < c->nports; i++) {
@@ -496,13 +471,17 @@ void dr_check_gpudirect(struct dr_ctx *c)
 			   "%s", why);
 		dr_bool(r, "supported", ret > 0);
 	}
+	if (dmabuf_ok >= 0)
+		dmabuf_nic = dmabuf_ok == 1;
+	dr_check_ucx(c, client, c->nports && !any_gpu_nic, dmabuf_nic);
 	if (amd_gpu && !core && dmabuf_ok == 0) {
 		r = dr_add(c, DR_C_GPUDIRECT, "path", "", DR_WARN,
 			   "no way for the NIC to register GPU memory: no peer-memory core and no device takes dma-buf MRs");
-		dr_advise(r, "use strixpeer buffers for RDMA (export them to HIP with sp_buf_export), or a kernel with the peer-memory API, or a NIC with dma-buf MRs (mlx5)");
+		dr_advise(r, "use strixpeer buffers for RDMA (export them to HIP with sp_buf_export); gpudirect.route says what this node's NICs take");
 	}
 	if (amd_gpu) {
+		dr_check_route(c, &k, client);
 		check_gdr_level(c, g, ngpu);
-		dr_check_rccl(c, dmabuf_ok, any_gpu_nic);
+		dr_check_rccl(c, dmabuf_ok, any_gpu_nic, client);
 	}
 }

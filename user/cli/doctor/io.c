@@ -482,6 +482,17 @@ static bool os_word(const char *list, const char *word)
 	return false;
 }
 
+void dr_os_var(const struct dr_ctx *c, const char *var, char *out, size_t len)
+{
+	char text[DR_ATTR_MAX];
+
+	out[0] = 0;
+	if (dr_read(c, text, sizeof(text), "/etc/os-release") < 0 &&
+	    dr_read(c, text, sizeof(text), "/usr/lib/os-release") < 0)
+		return;
+	os_var(text, var, out, len);
+}
+
 enum dr_os dr_os(const struct dr_ctx *c)
 {
 	char text[DR_ATTR_MAX], id[128], like[256];
