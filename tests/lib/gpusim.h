@@ -90,6 +90,30 @@ static inline struct sp_gpusim_stats gpusim_stats(int fd, uint32_t flags)
 	return s;
 }
 
+/* HOLD (a userptr BO's notifier that waits): returns 0 or -errno, fills *out. */
+static inline int gpusim_hold(int fd, uint32_t op, const void *addr, uint64_t len,
+			      uint32_t timeout_ms, struct sp_gpusim_hold *out)
+{
+	struct sp_gpusim_hold h = { .addr = (uintptr_t)addr, .length = len, .op = op,
+				    .timeout_ms = timeout_ms };
+	int ret = ioctl(fd, DRM_IOCTL_SP_GPUSIM_HOLD, &h) ? -errno : 0;
+
+	if (out)
+		*out = h;
+	return ret;
+}
+
+/* REVOKE, as VFIO-PCI on a reset: 0 or -errno; *left: mappings still alive. */
+static inline int gpusim_revoke(int fd, uint32_t handle, uint32_t timeout_ms, uint32_t *left)
+{
+	struct sp_gpusim_revoke r = { .handle = handle, .timeout_ms = timeout_ms };
+	int ret = ioctl(fd, DRM_IOCTL_SP_GPUSIM_REVOKE, &r) ? -errno : 0;
+
+	if (left)
+		*left = r.mappings;
+	return ret;
+}
+
 /* DRM PRIME export of a GEM handle (the BO's registered dma-buf). */
 static inline int sp_prime_export(int drm_fd, uint32_t handle)
 {
