@@ -495,8 +495,12 @@ int sp_import_info(struct sp_file *f, struct strixpeer_import_info *info)
 	info->dmabuf_size = imp->dmabuf->size;
 	info->id = imp->id;
 	mutex_lock(&imp->lock);
-	info->state = imp->dead ? STRIXPEER_IMPORT_UNMAPPED :
-				  STRIXPEER_IMPORT_ACTIVE;
+	/*
+	 * What the claim path sees: unmapped from the notifier on, not only
+	 * once its worker ended the import (which may wait for the core).
+	 */
+	info->state = imp->dead || sp_import_unmapped(imp) ?
+		      STRIXPEER_IMPORT_UNMAPPED : STRIXPEER_IMPORT_ACTIVE;
 	info->registrations = imp->nr_ctxs;
 	mutex_unlock(&imp->lock);
 	sp_import_put(imp);
