@@ -72,6 +72,17 @@ probe DMA_BUF_INVALIDATE_MAPPINGS \
 	'void sp_probe_cb(struct dma_buf_attachment *a) { }' \
 	'const struct dma_buf_attach_ops sp_probe_ops = { .invalidate_mappings = sp_probe_cb };'
 
+# 7.x: dma_buf_attach_revocable(), "dma-buf: ... revoke semantics": an
+# importer that supplies invalidate_mappings promises to unmap within
+# bounded time when called (VFIO-PCI attaches only such importers and then
+# waits without bound for the unmaps); the callback became optional for
+# pinned importers (ib_umem_dmabuf's pinned ops have none). Seen in Debian
+# sid's 7.2 (drivers/dma-buf/dma-buf.c).
+probe DMA_BUF_ATTACH_REVOCABLE \
+	'#include <linux/dma-buf.h>' \
+	'bool sp_probe(struct dma_buf_attachment *a);' \
+	'bool sp_probe(struct dma_buf_attachment *a) { return dma_buf_attach_revocable(a); }'
+
 # 6.15, "mm/huge_memory: add vmf_insert_folio_pmd()": a driver's fault
 # handler maps a 2 MiB folio with one PMD entry (refcounted, rmapped, so GUP
 # and zap handle it like a THP). Without it buffers keep 4 KiB PTEs.
