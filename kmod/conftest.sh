@@ -19,12 +19,18 @@ CC_CMD=$1
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/strixpeer-conftest.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
+# A probe asks only whether the code compiles: not the build's warning
+# policy. -Wno-error undoes a -Werror in the build's flags (CONFIG_WERROR,
+# KCFLAGS, W=e), under which W=2's or clang's extra warnings in kernel
+# headers would fail every probe and silently drop features; the two
+# errors that tell a missing or changed API apart stay errors.
+# (tests/host/conftest-check.sh compares a strict run with a plain one.)
 probe() {
 	name=$1
 	shift
 	printf '%s\n' "$@" > "$tmp/$name.c"
 	# shellcheck disable=SC2086
-	if $CC_CMD -Werror=implicit-function-declaration -Werror=incompatible-pointer-types \
+	if $CC_CMD -Wno-error -Werror=implicit-function-declaration -Werror=incompatible-pointer-types \
 		-c -o "$tmp/$name.o" "$tmp/$name.c" > "$tmp/$name.log" 2>&1; then
 		echo "#define ${SP_PROBE_PREFIX:-STRIXPEER}_HAVE_$name 1"
 	else
