@@ -25,76 +25,13 @@
 #include <stdatomic.h>
 #include <sys/syscall.h>
 
-/* ---- the window: an invalidation of this mm held open ------------------- */
-
-struct window {
-	int gfd;		/* sp_gpusim render node */
-	int memfd;
-	uint8_t *a;		/* shared mapping of memfd, watched by HOLD */
-	size_t alen;
-	pthread_t trunc;
-};
-
-static void *window_truncate(void *arg)
-{
-	struct window *w = arg;
-
-	/* unmap_mapping_range(): an MMU_NOTIFY_CLEAR without mmap_lock */
-	if (ftruncate(w->memfd, 0))
-		perror("ftruncate");
-	return NULL;
-}
-
-/* Opens the window: returns once the truncation's invalidation is held. */
-static void window_open(struct window *w)
-{
-	struct sp_gpusim_hold h;
-	int ret;
-
-	w->gfd = gpusim_open();
-	w->alen = 1 * MiB;
-	w->memfd = memfd_create("sp_window", MFD_CLOEXEC);
-	CHECK(w->memfd >= 0, "memfd_create: %s", strerror(errno));
-	CHECK_OK(ftruncate(w->memfd, (off_t)w->alen));
-	w->a = mmap(NULL, w->alen, PROT_READ | PROT_WRITE, MAP_SHARED, w->memfd, 0);
-	CHECK(w->a != MAP_FAILED, "mmap memfd: %s", strerror(errno));
-	memset(w->a, 0x5a, w->alen);
-	ret = gpusim_hold(w->gfd, SP_GPUSIM_HOLD_ARM, w->a, w->alen, 0, NULL);
-	CHECK(ret == 0, "HOLD_ARM: %s", strerror(-ret));
-	CHECK(pthread_create(&w->trunc, NULL, window_truncate, w) == 0, "pthread_create");
-	ret = gpusim_hold(w->gfd, SP_GPUSIM_HOLD_WAIT, NULL, 0, 30000, &h);
-	CHECK(ret == 0, "the truncation's invalidation was not held within 30 s: %s (held %u, total %llu)",
-	      strerror(-ret), h.held, (unsigned long long)h.total);
-}
-
-/* Is an invalidation held right now? */
-static int window_held(struct window *w)
-{
-	return gpusim_hold(w->gfd, SP_GPUSIM_HOLD_WAIT, NULL, 0, 0, NULL) == 0;
-}
-
-static void window_release(struct window *w)
-{
-	CHECK_OK(gpusim_hold(w->gfd, SP_GPUSIM_HOLD_RELEASE, NULL, 0, 0, NULL));
-}
-
-static void window_close(struct window *w)
-{
-	window_release(w);
-	CHECK(pthread_join(w->trunc, NULL) == 0, "pthread_join");
-	CHECK_OK(gpusim_hold(w->gfd, SP_GPUSIM_HOLD_REMOVE, NULL, 0, 0, NULL));
-	munmap(w->a, w->alen);
-	close(w->memfd);
-	close(w->gfd);
-}
-
 /*
  * What the thread that registers inside the window does; @act returns
  * 0 or -errno, then the thread unmaps [@unmap, +@unmap_len).
  */
 struct actor {
 	int (*act)(struct actor *a);
-	struct window *w;
+	struct sp_window *w;
 	atomic_int tid;
 	atomic_int done;
 	int ret;
@@ -113,35 +50,10 @@ static void *actor_run(void *arg)
 
 	atomic_store(&a->tid, (int)syscall(SYS_gettid));
 	a->ret = a->act(a);
-	a->returned_while_held = window_held(a->w);
+	a->returned_while_held = sp_window_held(a->w);
 	munmap(a->unmap, a->unmap_len);
 	atomic_store(&a->done, 1);
 	return NULL;
-}
-
-/* The name task @tid sleeps in (its wchan), into @buf. */
-static const char *task_wchan(int tid, char *buf, size_t len)
-{
-	char path[64];
-	FILE *f;
-
-	buf[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/self/task/%d/wchan", tid);
-	f = fopen(path, "re");
-	if (f) {
-		if (!fgets(buf, (int)len, f))
-			buf[0] = '\0';
-		fclose(f);
-	}
-	return buf;
-}
-
-/* "1" when task @tid sleeps in mmu_interval_read_begin(). */
-static int waits_in_read_begin(int tid)
-{
-	char wchan[128];
-
-	return strstr(task_wchan(tid, wchan, sizeof(wchan)), "mmu_interval_read_begin") != NULL;
 }
 
 /*
@@ -149,7 +61,7 @@ static int waits_in_read_begin(int tid)
  * wait for the invalidation) or sleeps in mmu_interval_read_begin() (it
  * does); then the window is released and the actor joined.
  */
-static void actor_in_window(struct actor *a, struct window *w)
+static void actor_in_window(struct actor *a, struct sp_window *w)
 {
 	pthread_t t;
 	int blocked = 0, i;
@@ -159,7 +71,7 @@ static void actor_in_window(struct actor *a, struct window *w)
 	for (i = 0; i < 3000 && !atomic_load(&a->done); i++) {
 		int tid = atomic_load(&a->tid);
 
-		if (tid && waits_in_read_begin(tid)) {
+		if (tid && sp_waits_in_read_begin(tid)) {
 			blocked = 1;
 			break;
 		}
@@ -169,7 +81,7 @@ static void actor_in_window(struct actor *a, struct window *w)
 		 blocked ? "waited in mmu_interval_read_begin() for the held invalidation" :
 		 atomic_load(&a->done) ? "returned while the invalidation was held" :
 		 "neither returned nor waited in mmu_interval_read_begin() within 30 s", i);
-	window_release(w);
+	sp_window_release(w);
 	CHECK(pthread_join(t, NULL) == 0, "pthread_join");
 }
 
@@ -207,7 +119,7 @@ static void import_in_invalidation_window(void)
 {
 	struct actor a = { .act = act_import };
 	struct strixpeer_import im2;
-	struct window w;
+	struct sp_window w;
 	struct sp_xbuf x;
 	uint32_t st = STRIXPEER_IMPORT_ACTIVE;
 	uint8_t *p;
@@ -218,7 +130,7 @@ static void import_in_invalidation_window(void)
 	p = anon_page(NULL);
 	a.unmap = p;
 	a.unmap_len = 4096;
-	window_open(&w);
+	sp_window_open(&w);
 	actor_in_window(&a, &w);
 	CHECK(a.ret == 0, "IMPORT: %s", strerror(-a.ret));
 	for (int i = 0; i < 100 && st != STRIXPEER_IMPORT_UNMAPPED; i++) {
@@ -238,7 +150,7 @@ static void import_in_invalidation_window(void)
 	CHECK_OK(sp_unimport_raw(a.fd, im2.handle));
 	CHECK_OK(sp_unimport_raw(a.fd, a.im.handle));
 	munmap(p, 4096);
-	window_close(&w);
+	sp_window_close(&w);
 	sp_xbuf_free(&x);
 	close(a.fd);
 	check_all_released();
@@ -260,7 +172,7 @@ static void claim_in_invalidation_window(void)
 {
 	struct actor a = { .act = act_register };
 	struct peersim_mr_info m = { 0 };
-	struct window w;
+	struct sp_window w;
 	struct sp_xbuf x;
 	uint8_t byte = 7;
 
@@ -270,7 +182,7 @@ static void claim_in_invalidation_window(void)
 	a.unmap = x.map;
 	a.unmap_len = 1 * MiB;
 	x.map = NULL;	/* the actor unmaps it */
-	window_open(&w);
+	sp_window_open(&w);
 	actor_in_window(&a, &w);
 	CHECK(a.ret == 0, "registration of the GEM mapping: %s", strerror(-a.ret));
 	CHECK(a.r.path == PEERSIM_PATH_PEER && !strcmp(a.r.client, "strixpeer"),
@@ -289,7 +201,7 @@ static void claim_in_invalidation_window(void)
 	CHECK(!a.returned_while_held,
 	      "the claim returned while an invalidation of its mm was held: its notifier was only deferred");
 	sim_dereg(a.sim, a.r.handle);
-	window_close(&w);
+	sp_window_close(&w);
 	sp_xbuf_free(&x);
 	close(a.sim);
 	check_all_released();
@@ -360,7 +272,9 @@ static void import_info_while_the_worker_waits(void)
 	for (i = 0; i < 3000 && !atomic_load(&a.done); i++) {
 		int tid = atomic_load(&a.tid);
 
-		if (tid && !strncmp(task_wchan(tid, wchan, sizeof(wchan)), "psim_", 5))
+		/* psim_reg_delay(), or the timed sleep it calls where that shows */
+		if (tid && (strstr(sp_task_wchan(tid, wchan, sizeof(wchan)), "psim_reg_delay") ||
+			    !strncmp(wchan, "schedule_timeout", 16)))
 			break;
 		usleep(10000);
 	}
