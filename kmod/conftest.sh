@@ -19,12 +19,18 @@ CC_CMD=$1
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/strixpeer-conftest.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
+# A probe asks only whether the code compiles: not the build's warning
+# policy. -Wno-error undoes a -Werror in the build's flags (CONFIG_WERROR,
+# KCFLAGS, W=e), under which W=2's or clang's extra warnings in kernel
+# headers would fail every probe and silently drop features; the two
+# errors that tell a missing or changed API apart stay errors.
+# (tests/host/conftest-check.sh compares a strict run with a plain one.)
 probe() {
 	name=$1
 	shift
 	printf '%s\n' "$@" > "$tmp/$name.c"
 	# shellcheck disable=SC2086
-	if $CC_CMD -Werror=implicit-function-declaration -Werror=incompatible-pointer-types \
+	if $CC_CMD -Wno-error -Werror=implicit-function-declaration -Werror=incompatible-pointer-types \
 		-c -o "$tmp/$name.o" "$tmp/$name.c" > "$tmp/$name.log" 2>&1; then
 		echo "#define ${SP_PROBE_PREFIX:-STRIXPEER}_HAVE_$name 1"
 	else
@@ -71,6 +77,17 @@ probe DMA_BUF_INVALIDATE_MAPPINGS \
 	'void sp_probe_cb(struct dma_buf_attachment *a);' \
 	'void sp_probe_cb(struct dma_buf_attachment *a) { }' \
 	'const struct dma_buf_attach_ops sp_probe_ops = { .invalidate_mappings = sp_probe_cb };'
+
+# 7.x: dma_buf_attach_revocable(), "dma-buf: ... revoke semantics": an
+# importer that supplies invalidate_mappings promises to unmap within
+# bounded time when called (VFIO-PCI attaches only such importers and then
+# waits without bound for the unmaps); the callback became optional for
+# pinned importers (ib_umem_dmabuf's pinned ops have none). Seen in Debian
+# sid's 7.2 (drivers/dma-buf/dma-buf.c).
+probe DMA_BUF_ATTACH_REVOCABLE \
+	'#include <linux/dma-buf.h>' \
+	'bool sp_probe(struct dma_buf_attachment *a);' \
+	'bool sp_probe(struct dma_buf_attachment *a) { return dma_buf_attach_revocable(a); }'
 
 # 6.15, "mm/huge_memory: add vmf_insert_folio_pmd()": a driver's fault
 # handler maps a 2 MiB folio with one PMD entry (refcounted, rmapped, so GUP

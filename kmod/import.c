@@ -225,12 +225,17 @@ void sp_import_end(struct sp_import *imp, enum strixpeer_inval_reason reason)
  * the caller's mm must be @mm (the notifier is inserted into it). An
  * implicit import gets its dma-buf after its notifier watches the range
  * (@dmabuf NULL): see sp_import_from_gem(). On success the import holds
- * @dmabuf's reference.
+ * @dmabuf's reference, its notifier is in the mm's interval tree (every
+ * unmap that starts from now on calls it) and *@seq is the notifier's
+ * sequence for mmu_interval_read_retry().
+ *
+ * Context: process context, no lock held that an mmu notifier callback
+ * of this mm may take (it waits for the mm's running invalidations).
  */
 static struct sp_import *sp_import_new(struct mm_struct *mm,
 				       struct dma_buf *dmabuf, u64 offset,
 				       u64 length, unsigned long va,
-				       bool implicit)
+				       bool implicit, unsigned long *seq)
 {
 	struct sp_import *imp;
 	int ret;
@@ -272,6 +277,19 @@ static struct sp_import *sp_import_new(struct mm_struct *mm,
 		xa_erase(&sp_import_ids, imp->id);
 		goto err;
 	}
+	/*
+	 * While an invalidation of this mm overlapping another subscription
+	 * runs (an ODP MR's, a userptr BO's, another import's: truncation,
+	 * reclaim, migration, TTM eviction - without mmap_lock), the insert
+	 * only queues the notifier on the mm's deferred list, and it joins
+	 * the interval tree when the last such invalidation ends: an unmap
+	 * meanwhile would not call it (mm/mmu_notifier.c,
+	 * __mmu_interval_notifier_insert()). mmu_interval_read_begin() waits
+	 * for that end; from its return on, every unmap of the range calls
+	 * sp_import_invalidate_range(). One that ended before it returned
+	 * left no VMA: sp_import_from_gem() looks only after this.
+	 */
+	*seq = mmu_interval_read_begin(&imp->notifier);
 	atomic64_inc(&sp_stats.imports);
 	return imp;
 
@@ -363,6 +381,7 @@ int sp_import_create(struct sp_file *f, int fd, u64 offset, u64 length,
 	kuid_t uid = current_uid();
 	struct dma_buf *dmabuf;
 	struct sp_import *imp;
+	unsigned long seq;
 	int ret;
 
 	if (!length || !PAGE_ALIGNED(offset) || !PAGE_ALIGNED(length) ||
@@ -385,7 +404,7 @@ int sp_import_create(struct sp_file *f, int fd, u64 offset, u64 length,
 				    READ_ONCE(sp_max_imports));
 		return ret;
 	}
-	imp = sp_import_new(f->mm, dmabuf, offset, length, va, false);
+	imp = sp_import_new(f->mm, dmabuf, offset, length, va, false, &seq);
 	if (IS_ERR(imp)) {
 		sp_user_imports_dec(uid);
 		dma_buf_put(dmabuf);
@@ -401,10 +420,13 @@ int sp_import_create(struct sp_file *f, int fd, u64 offset, u64 length,
 		return -EEXIST;
 	}
 	/*
-	 * The notifier watches the range already: an unmap since then may
-	 * have ended the import (dead) or queued its ending. Such an import
-	 * gets its handle but never enters the tree (IMPORT_INFO says
-	 * unmapped), so that it can neither be claimed nor block a new one.
+	 * The notifier is in the mm's tree (sp_import_new()): an unmap since
+	 * the insert may have ended the import (dead) or queued its ending,
+	 * any later one will. Such an import gets its handle but never
+	 * enters the tree (IMPORT_INFO says unmapped), so that it can
+	 * neither be claimed nor block a new one. An unmap that ended while
+	 * the notifier was still deferred is one that raced this IMPORT: it
+	 * counts as made before it (as an IMPORT of a range not mapped).
 	 */
 	mutex_lock(&imp->lock);
 	if (!imp->dead && !atomic_read(&imp->unmap_reason)) {
@@ -473,8 +495,12 @@ int sp_import_info(struct sp_file *f, struct strixpeer_import_info *info)
 	info->dmabuf_size = imp->dmabuf->size;
 	info->id = imp->id;
 	mutex_lock(&imp->lock);
-	info->state = imp->dead ? STRIXPEER_IMPORT_UNMAPPED :
-				  STRIXPEER_IMPORT_ACTIVE;
+	/*
+	 * What the claim path sees: unmapped from the notifier on, not only
+	 * once its worker ended the import (which may wait for the core).
+	 */
+	info->state = imp->dead || sp_import_unmapped(imp) ?
+		      STRIXPEER_IMPORT_UNMAPPED : STRIXPEER_IMPORT_ACTIVE;
 	info->registrations = imp->nr_ctxs;
 	mutex_unlock(&imp->lock);
 	sp_import_put(imp);
@@ -545,17 +571,22 @@ struct sp_import *sp_import_from_gem(unsigned long addr, size_t size)
 	unsigned long end = PAGE_ALIGN(addr + size);
 	struct sp_gem_range r;
 	struct sp_import *imp;
+	unsigned long seq;
 
 	addr &= PAGE_MASK;
 	if (!READ_ONCE(sp_claim_gem_mappings) || !mm || end <= addr)
 		return NULL;
 
 	/*
-	 * The notifier watches the range before the mappings are looked at:
-	 * an unmap after the look is seen by the notifier, one before it by
-	 * the look. No window in which a claim outlives its mapping unseen.
+	 * The mmu interval notifier read flow: the notifier is in the mm's
+	 * tree (sp_import_new() waited for that) before the mappings are
+	 * looked at, and the look is retried - here: declined - if an unmap
+	 * began since. An unmap that ended before the notifier was in the
+	 * tree removed its VMAs first, so the look sees it; any later one
+	 * calls the notifier. No window in which a claim outlives its
+	 * mapping unseen.
 	 */
-	imp = sp_import_new(mm, NULL, 0, end - addr, addr, true);
+	imp = sp_import_new(mm, NULL, 0, end - addr, addr, true, &seq);
 	if (IS_ERR(imp))
 		return NULL;
 	if (sp_gem_lookup(mm, addr, end, false, &r))
@@ -563,7 +594,9 @@ struct sp_import *sp_import_from_gem(unsigned long addr, size_t size)
 	imp->dmabuf = r.dmabuf;
 	imp->offset = r.offset;
 	imp->vma_read_only = r.ro;
-	if (sp_import_unmapped(imp))
+	/* the notifier moves the sequence only for an unmap (or exit) */
+	if (mmu_interval_read_retry(&imp->notifier, seq) ||
+	    sp_import_unmapped(imp))
 		goto discard;
 	return imp;
 

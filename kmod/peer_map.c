@@ -22,6 +22,17 @@
  * A move announced for a mapping that is pinned would be the exporter's
  * bug: logged, the mapping retired for new registrations.
  *
+ * Kernels with dma_buf_attach_revocable() (7.x) make that callback
+ * optional for pinned importers and read it as a promise: an importer
+ * that supplies it unmaps within bounded time when it is called (the
+ * revocation VFIO-PCI does on a device reset, waiting without bound for
+ * the unmaps, while the NIC could still reach the device). We cannot keep
+ * that promise - ending every registration of the mapping means calling
+ * the core, which the reservation lock held there forbids - so there we
+ * supply none: such exporters refuse to attach us, and registrations of
+ * their dma-bufs fail instead of outliving a revocation. Like the
+ * in-kernel pinned importer, ib_umem_dmabuf's pinned ops.
+ *
  * A mapping pins its whole dma-buf: making one charges that to the
  * registering user (sp_peer_charge(), below), and dma_map() fails with
  * -EDQUOT past the user's RLIMIT_MEMLOCK or max_peer_pinned_per_user.
@@ -193,10 +204,12 @@ u64 sp_peer_pinned_by(kuid_t uid)
 	return bytes;
 }
 
+#ifndef STRIXPEER_HAVE_DMA_BUF_ATTACH_REVOCABLE
 /*
- * The exporter moves the buffer (7.x: invalidates our mappings). Called
- * with the dma-buf's reservation lock held; takes no lock of ours and
- * never calls the core (see the top of this file).
+ * The exporter moves the buffer (7.x before dma_buf_attach_revocable():
+ * invalidates our mappings). Called with the dma-buf's reservation lock
+ * held; takes no lock of ours and never calls the core (see the top of
+ * this file).
  */
 static void sp_peer_move_notify(struct dma_buf_attachment *attach)
 {
@@ -215,6 +228,12 @@ static const struct dma_buf_attach_ops sp_peer_importer_ops = {
 	.allow_peer2peer = true,
 	.SP_DMA_BUF_MOVE_NOTIFY = sp_peer_move_notify,
 };
+#else
+/* Pinned, not revocable: no callback (see the top of this file). */
+static const struct dma_buf_attach_ops sp_peer_importer_ops = {
+	.allow_peer2peer = true,
+};
+#endif
 
 /* Attaches, pins and maps @m; undone by sp_peer_map_put(). */
 static int sp_peer_map_make(struct sp_peer_map *m)

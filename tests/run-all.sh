@@ -276,6 +276,9 @@ record_tap "host/kernels-cache-check" "$out/kernels-cache-check.tap"
 # Where the PeerDirect build finds OFED's symbols (6.12's headers).
 tests/host/kbuild-ofed-check.sh > "$out/kbuild-ofed-check.tap" 2>&1
 record_tap "host/kbuild-ofed-check" "$out/kbuild-ofed-check.tap"
+# The feature probes ignore the build's -Werror (every VM kernel's headers).
+tests/host/conftest-check.sh > "$out/conftest-check.tap" 2>&1
+record_tap "host/conftest-check" "$out/conftest-check.tap"
 
 for j in "${jobs[@]:1}"; do
 	if [ "$running" -ge "${SP_VM_JOBS:-2}" ]; then

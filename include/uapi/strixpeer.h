@@ -49,6 +49,10 @@
  *     as kernel memory): a job cannot pin past its cgroup's memory.max;
  *   - to the node-wide max_pinned_bytes (0: unlimited; config-set, needs
  *     CAP_SYS_ADMIN).
+ * PeerDirect pins of GPU dma-bufs (registrations the module's client
+ * claims) are outside max_pinned_bytes: they are charged to locked_vm as
+ * above and bounded per user by the module parameter
+ * max_peer_pinned_per_user, which alone bounds a CAP_IPC_LOCK caller's.
  */
 #ifndef _UAPI_STRIXPEER_H
 #define _UAPI_STRIXPEER_H
@@ -280,8 +284,12 @@ struct strixpeer_buf_export {
  * node at an object's fake offset) of one buffer object of a driver named
  * in the claim_gem_drivers parameter (amdgpu's hipMalloc/libhsakmt
  * mappings, vgem's), at consecutive offsets of it, and the DRM file each
- * mapping was made through must still hold a handle of the object: a
- * process reaches only objects it holds itself. The fd is the object's
+ * mapping was made through must still be allowed to map the object (DRM's
+ * mmap permission, drm_vma_node_is_allowed(): each GEM handle of the
+ * object in that file grants it, and KFD grants it to the process's
+ * render node for every BO it allocates, whose handle KFD keeps in a
+ * file of its own): a process reaches only objects it may map itself.
+ * The fd is the object's
  * PRIME export (the dma-buf DRM_IOCTL_PRIME_HANDLE_TO_FD returns: made
  * read-write as DRM makes it when there is none yet; for an object the
  * driver imported, the dma-buf it was imported from); give it to
@@ -290,8 +298,9 @@ struct strixpeer_buf_export {
  * range), ENOENT (a hole, or a page that is no such mapping: host memory,
  * another driver, a dma-buf's own mmap),
  * EXDEV (two objects, or other offsets of one), EACCES (the mapping's
- * file holds no handle of the object; or the device was opened by
- * another process), EMFILE, EOPNOTSUPP (a kernel without DRM).
+ * file may no longer map the object: its handles there are gone; or the
+ * device was opened by another process), EMFILE, EOPNOTSUPP (a kernel
+ * without DRM).
  */
 struct strixpeer_gem_dmabuf {
 	__u64 addr;

@@ -25,6 +25,9 @@
 #include "rdma_pair.h"
 #pragma GCC diagnostic warning "-Wunused-function"
 
+#include <stdatomic.h>
+#include <sys/syscall.h>
+
 #define LEN	(4 * MiB)
 #define KiB	1024ULL
 #define GiB	(1024ULL * MiB)
@@ -307,6 +310,83 @@ static void invalidate_close(void) { invalidate_by(T_CLOSE); }
 static void invalidate_munmap(void) { invalidate_by(T_MUNMAP); }
 
 /*
+ * Issue 45 under the real core: a zero-change registration (plain
+ * ibv_reg_mr() of a vgem mapping) made while an invalidation of this mm is
+ * held (sp_gpusim's HOLD, as in peer_window.c), and the mapping unmapped
+ * before the invalidation ends. The implicit import's notifier must see
+ * the munmap: the core invalidates the MR and a WRITE from the other node
+ * fails with a remote access error, the BO untouched.
+ */
+struct window_reg {
+	struct two *w;
+	struct sp_xbuf *x;
+	struct sp_window *win;
+	atomic_int tid, done;
+	int returned_while_held;
+};
+
+static void *window_reg_run(void *arg)
+{
+	struct window_reg *r = arg;
+
+	atomic_store(&r->tid, (int)syscall(SYS_gettid));
+	two_connect(r->w, r->x->map, LEN);
+	r->returned_while_held = sp_window_held(r->win);
+	munmap(r->x->map, r->x->len);
+	r->x->map = NULL;
+	atomic_store(&r->done, 1);
+	return NULL;
+}
+
+static void zero_change_claim_in_invalidation_window(void)
+{
+	struct sp_peer_counters c0;
+	struct sp_window win;
+	struct window_reg r = { 0 };
+	struct sp_xbuf x;
+	struct two w;
+	uint8_t *view;
+	pthread_t t;
+	int i, blocked = 0;
+
+	sp_xbuf_new(SP_EXP_VGEM, LEN, 1, &x);
+	memset(x.map, 0, LEN);
+	view = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, x.fd, 0);
+	CHECK(view != MAP_FAILED, "second mapping: %s", strerror(errno));
+	sp_fill(view, LEN, 0, 5);
+	two_open(&w);
+	c0 = peer_stats();
+	r.w = &w;
+	r.x = &x;
+	r.win = &win;
+	sp_window_open(&win);
+	CHECK(pthread_create(&t, NULL, window_reg_run, &r) == 0, "pthread_create");
+	for (i = 0; i < 3000 && !atomic_load(&r.done); i++) {
+		int tid = atomic_load(&r.tid);
+
+		if (tid && sp_waits_in_read_begin(tid)) {
+			blocked = 1;
+			break;
+		}
+		usleep(10000);
+	}
+	tap_diag("ibv_reg_mr %s", blocked ? "waited in mmu_interval_read_begin()" :
+		 atomic_load(&r.done) ? "returned (and the range was unmapped) while the invalidation was held" :
+		 "neither returned nor waited within 30 s");
+	sp_window_release(&win);
+	CHECK(pthread_join(t, NULL) == 0, "pthread_join");
+	wait_invalidation(&c0, "munmap of a mapping registered inside an invalidation");
+	CHECK(!r.returned_while_held,
+	      "the claim returned while an invalidation of its mm was held: its notifier was only deferred");
+	rdma_refused(&w, view, 4096, 4096, 5);
+	two_close(&w);
+	sp_window_close(&win);
+	munmap(view, LEN);
+	sp_xbuf_free(&x);
+	check_all_released();
+}
+
+/*
  * hipMalloc sub-allocation: ROCr hands out a piece of a bigger BO; the NIC
  * registers only that piece. While registered the BO is pinned (TTM never
  * evicts a pinned BO); after deregistration it can move, with the bytes the
@@ -467,6 +547,7 @@ static const struct tap_case cases[] = {
 	TAP_CASE(invalidate_unimport),
 	TAP_CASE(invalidate_close),
 	TAP_CASE(invalidate_munmap),
+	TAP_CASE(zero_change_claim_in_invalidation_window),
 	TAP_CASE(rdma_into_gpusim_gtt_suballoc),
 	TAP_CASE(rdma_into_gpusim_vram_suballoc),
 	TAP_CASE(hipfree_invalidates_gpusim),

@@ -51,6 +51,11 @@
  *  - No vmap, no dma-buf mmap, no CPU access sync (not needed by the
  *    importers under test).
  *
+ * Two test-only stand-ins of other kernel code (gpusim_uapi.h): REVOKE
+ * does to a REVOCABLE_ONLY BO what VFIO-PCI does to its dma-bufs on a
+ * reset, and HOLD is a userptr BO's mmu interval notifier whose
+ * invalidation waits, as amdgpu's waits for the BO's fences.
+ *
  * Locking: the BO's reservation lock (obj->resv, shared with its dma-bufs)
  * protects its domain, backing and pin count, as in TTM; taken by the
  * ioctls, the dma-buf callbacks (the core holds it) and the fault handler
@@ -68,6 +73,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/dma-resv.h>
 #include <linux/mm.h>
+#include <linux/mmu_notifier.h>
 #include <linux/module.h>
 #include <linux/platform_device.h>
 #include <linux/slab.h>
@@ -116,12 +122,16 @@ MODULE_PARM_DESC(p2p, "Importers may reach VRAM peer-to-peer (default N: VRAM BO
  * @pin_count: dma_buf_pin()s held (resv)
  * @moves: moves so far
  * @mappings: importer mappings alive (map_dma_buf minus unmap_dma_buf)
+ * @revocable_only: SP_GPUSIM_CREATE_REVOCABLE_ONLY
+ * @revoked: REVOKE ran: no new mappings (resv)
  */
 struct gpusim_bo {
 	struct drm_gem_object base;
 	unsigned int order;
 	unsigned long nslots;
 	bool sparse;
+	bool revocable_only;
+	bool revoked;
 	u32 domain;
 	struct page **slots;
 	unsigned int pin_count;
@@ -167,6 +177,8 @@ static u64 gpusim_quarantined;		/* bytes, gpusim_lock */
 
 static atomic64_t gpusim_moves, gpusim_moves_in_map, gpusim_moves_in_pin;
 static atomic64_t gpusim_stale_writes, gpusim_checked, gpusim_live_bos;
+/* A BO's mapping count reached 0 (REVOKE waits for that). */
+static DECLARE_WAIT_QUEUE_HEAD(gpusim_unmap_wq);
 
 static inline struct gpusim_bo *to_bo(struct drm_gem_object *obj)
 {
@@ -473,9 +485,28 @@ out_free:
 
 /* --- dma-buf export (amdgpu_dmabuf_ops-like: dynamic) ---------------------- */
 
+/*
+ * dma_buf_attach_revocable() (7.x): the importer supplies the callback an
+ * exporter calls to take its mappings away. Before 7.x every dynamic
+ * importer had to supply one.
+ */
+static bool gpusim_attach_revocable(struct dma_buf_attachment *attach)
+{
+#ifdef PSIM_HAVE_DMA_BUF_INVALIDATE_MAPPINGS
+	return attach->importer_ops && attach->importer_ops->invalidate_mappings;
+#else
+	return attach->importer_ops && attach->importer_ops->move_notify;
+#endif
+}
+
 static int gpusim_dmabuf_attach(struct dma_buf *dmabuf,
 				struct dma_buf_attachment *attach)
 {
+	struct gpusim_bo *bo = to_bo(dmabuf->priv);
+
+	/* vfio_pci_dma_buf_attach() */
+	if (bo->revocable_only && !gpusim_attach_revocable(attach))
+		return -EOPNOTSUPP;
 	/* pci_p2pdma_distance() < 0 in amdgpu_dma_buf_attach() */
 	if (!READ_ONCE(p2p))
 		attach->peer2peer = false;
@@ -571,6 +602,8 @@ static struct sg_table *gpusim_dmabuf_map(struct dma_buf_attachment *attach,
 	int ret;
 
 	dma_resv_assert_held(attach->dmabuf->resv);
+	if (bo->revoked)
+		return ERR_PTR(-ENODEV);
 	if (!bo->pin_count) {
 		/* amdgpu_dma_buf_map(): validate into a reachable domain */
 		ret = gpusim_move(bo, gpusim_reachable_domain(bo, attach, false),
@@ -620,7 +653,8 @@ static void gpusim_dmabuf_unmap(struct dma_buf_attachment *attach,
 	struct gpusim_bo *bo = to_bo(attach->dmabuf->priv);
 
 	gpusim_sgt_unmap(attach->dev, sgt, dir);
-	atomic_dec(&bo->mappings);
+	if (atomic_dec_and_test(&bo->mappings))
+		wake_up_all(&gpusim_unmap_wq);
 }
 
 static const struct dma_buf_ops gpusim_dmabuf_ops = {
@@ -742,6 +776,7 @@ static int gpusim_ioc_create(struct drm_device *dev, void *data,
 	bo->order = order;
 	bo->nslots = c->size >> (PAGE_SHIFT + order);
 	bo->sparse = sparse;
+	bo->revocable_only = c->flags & SP_GPUSIM_CREATE_REVOCABLE_ONLY;
 	bo->domain = c->domain;
 	bo->slots = kvcalloc(bo->nslots, sizeof(*bo->slots), GFP_KERNEL);
 	ret = -ENOMEM;
@@ -923,12 +958,171 @@ static int gpusim_ioc_stats(struct drm_device *dev, void *data,
 	return 0;
 }
 
+static int gpusim_ioc_revoke(struct drm_device *dev, void *data,
+			     struct drm_file *file)
+{
+	struct sp_gpusim_revoke *r = data;
+	struct dma_buf *dmabuf;
+	struct gpusim_bo *bo;
+	int ret = 0;
+
+	if (r->pad || r->timeout_ms > 10000)
+		return -EINVAL;
+	bo = gpusim_lookup(file, r->handle);
+	if (!bo)
+		return -ENOENT;
+	if (!bo->revocable_only) {
+		ret = -EINVAL;
+		goto out_put;
+	}
+	dmabuf = gpusim_registered_dmabuf(bo);
+	dma_resv_lock(bo->base.resv, NULL);
+	bo->revoked = true;
+	if (dmabuf) {
+#ifdef PSIM_HAVE_DMA_BUF_INVALIDATE_MAPPINGS
+		dma_buf_invalidate_mappings(dmabuf);
+#else
+		dma_buf_move_notify(dmabuf);
+#endif
+	}
+	dma_resv_wait_timeout(bo->base.resv, DMA_RESV_USAGE_BOOKKEEP, false,
+			      MAX_SCHEDULE_TIMEOUT);
+	dma_resv_unlock(bo->base.resv);
+	if (!wait_event_timeout(gpusim_unmap_wq, !atomic_read(&bo->mappings),
+				msecs_to_jiffies(r->timeout_ms)))
+		ret = -ETIMEDOUT;
+	r->mappings = atomic_read(&bo->mappings);
+	if (dmabuf)
+		dma_buf_put(dmabuf);
+out_put:
+	drm_gem_object_put(&bo->base);
+	return ret;
+}
+
+/*
+ * HOLD (gpusim_uapi.h): gpusim_hold_lock guards the notifier's insertion
+ * and removal and its owner; the invalidate callback reads only
+ * gpusim_hold_armed and sleeps on gpusim_hold_wq.
+ */
+static DEFINE_MUTEX(gpusim_hold_lock);
+static struct mmu_interval_notifier gpusim_hold_mni;
+static struct drm_file *gpusim_hold_owner;
+static bool gpusim_hold_armed;
+static atomic_t gpusim_hold_held = ATOMIC_INIT(0);
+static atomic64_t gpusim_hold_total = ATOMIC64_INIT(0);
+static DECLARE_WAIT_QUEUE_HEAD(gpusim_hold_wq);
+
+static bool gpusim_hold_invalidate(struct mmu_interval_notifier *mni,
+				   const struct mmu_notifier_range *range,
+				   unsigned long cur_seq)
+{
+	/* exit, or released: nothing to wait for */
+	if (range->event == MMU_NOTIFY_RELEASE || !READ_ONCE(gpusim_hold_armed))
+		return true;
+	if (!mmu_notifier_range_blockable(range))
+		return false;
+	mmu_interval_set_seq(mni, cur_seq);
+	atomic_inc(&gpusim_hold_held);
+	atomic64_inc(&gpusim_hold_total);
+	wake_up_all(&gpusim_hold_wq);
+	if (!wait_event_timeout(gpusim_hold_wq, !READ_ONCE(gpusim_hold_armed),
+				30 * HZ))
+		pr_warn("a held invalidation went after 30 s without RELEASE\n");
+	atomic_dec(&gpusim_hold_held);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops gpusim_hold_ops = {
+	.invalidate = gpusim_hold_invalidate,
+};
+
+static void gpusim_hold_release(void)
+{
+	WRITE_ONCE(gpusim_hold_armed, false);
+	wake_up_all(&gpusim_hold_wq);
+}
+
+/* Stop watching, if @file armed the hold. Context: may sleep. */
+static int gpusim_hold_remove(struct drm_file *file)
+{
+	int ret = -ENOENT;
+
+	mutex_lock(&gpusim_hold_lock);
+	if (gpusim_hold_owner == file) {
+		gpusim_hold_release();
+		mmu_interval_notifier_remove(&gpusim_hold_mni);
+		gpusim_hold_owner = NULL;
+		ret = 0;
+	}
+	mutex_unlock(&gpusim_hold_lock);
+	return ret;
+}
+
+static int gpusim_ioc_hold(struct drm_device *dev, void *data,
+			   struct drm_file *file)
+{
+	struct sp_gpusim_hold *h = data;
+	long left;
+	int ret = 0;
+
+	if (h->pad)
+		return -EINVAL;
+	switch (h->op) {
+	case SP_GPUSIM_HOLD_ARM:
+		if (!h->length || !PAGE_ALIGNED(h->addr) ||
+		    !PAGE_ALIGNED(h->length) || !current->mm)
+			return -EINVAL;
+		mutex_lock(&gpusim_hold_lock);
+		if (gpusim_hold_owner) {
+			ret = -EBUSY;
+		} else {
+			WRITE_ONCE(gpusim_hold_armed, true);
+			ret = mmu_interval_notifier_insert(&gpusim_hold_mni,
+							   current->mm, h->addr,
+							   h->length,
+							   &gpusim_hold_ops);
+			if (ret)
+				WRITE_ONCE(gpusim_hold_armed, false);
+			else
+				gpusim_hold_owner = file;
+		}
+		mutex_unlock(&gpusim_hold_lock);
+		break;
+	case SP_GPUSIM_HOLD_WAIT:
+		if (h->timeout_ms > 60000)
+			return -EINVAL;
+		left = wait_event_interruptible_timeout(gpusim_hold_wq,
+				atomic_read(&gpusim_hold_held) > 0,
+				msecs_to_jiffies(h->timeout_ms));
+		ret = left < 0 ? left : left ? 0 : -ETIMEDOUT;
+		break;
+	case SP_GPUSIM_HOLD_RELEASE:
+		gpusim_hold_release();
+		break;
+	case SP_GPUSIM_HOLD_REMOVE:
+		ret = gpusim_hold_remove(file);
+		break;
+	default:
+		return -EINVAL;
+	}
+	h->held = atomic_read(&gpusim_hold_held);
+	h->total = atomic64_read(&gpusim_hold_total);
+	return ret;
+}
+
+static void gpusim_postclose(struct drm_device *dev, struct drm_file *file)
+{
+	gpusim_hold_remove(file);
+}
+
 static const struct drm_ioctl_desc gpusim_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(SP_GPUSIM_CREATE, gpusim_ioc_create, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(SP_GPUSIM_POPULATE, gpusim_ioc_populate, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(SP_GPUSIM_MOVE, gpusim_ioc_move, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(SP_GPUSIM_INFO, gpusim_ioc_info, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(SP_GPUSIM_STATS, gpusim_ioc_stats, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(SP_GPUSIM_REVOKE, gpusim_ioc_revoke, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(SP_GPUSIM_HOLD, gpusim_ioc_hold, DRM_RENDER_ALLOW),
 };
 
 DEFINE_DRM_GEM_FOPS(gpusim_fops);
@@ -938,6 +1132,7 @@ static const struct drm_driver gpusim_driver = {
 	/* optional since 6.6; 6.1's PRIME ioctls need them */
 	.prime_handle_to_fd = drm_gem_prime_handle_to_fd,
 	.prime_fd_to_handle = drm_gem_prime_fd_to_handle,
+	.postclose = gpusim_postclose,
 	.ioctls = gpusim_ioctls,
 	.num_ioctls = ARRAY_SIZE(gpusim_ioctls),
 	.fops = &gpusim_fops,

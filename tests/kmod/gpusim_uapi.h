@@ -43,7 +43,14 @@
  * one shared scratch slot for DMA and SIGBUS for the CPU.
  */
 #define SP_GPUSIM_CREATE_SPARSE		(1U << 0)
-#define SP_GPUSIM_CREATE_FLAGS		SP_GPUSIM_CREATE_SPARSE
+/*
+ * As VFIO-PCI's dma-bufs: attaches only importers that can be revoked
+ * (dma_buf_attach_revocable(): an invalidate_mappings callback), and
+ * SP_GPUSIM_IOC_REVOKE revokes them.
+ */
+#define SP_GPUSIM_CREATE_REVOCABLE_ONLY	(1U << 1)
+#define SP_GPUSIM_CREATE_FLAGS		(SP_GPUSIM_CREATE_SPARSE | \
+					 SP_GPUSIM_CREATE_REVOCABLE_ONLY)
 
 /* Size limits: fully backed BOs, sparse BOs. */
 #define SP_GPUSIM_MAX_BACKED		(256ULL << 20)
@@ -166,6 +173,61 @@ struct sp_gpusim_stats {
 	__u64 live_bos;
 };
 
+/**
+ * struct sp_gpusim_revoke - SP_GPUSIM_IOC_REVOKE: what VFIO-PCI does to its
+ *	dma-bufs on a device reset or close (vfio_pci_dma_buf_move()): under
+ *	the reservation lock, mark the BO revoked (no new mappings: ENODEV)
+ *	and invalidate every attachment's mappings, wait for the fences; then
+ *	wait for the importers to unmap - here at most @timeout_ms (VFIO waits
+ *	without bound)
+ * @handle: in: a BO created with SP_GPUSIM_CREATE_REVOCABLE_ONLY
+ * @timeout_ms: in: at most 10000
+ * @mappings: out: importer mappings still alive when it returned
+ * @pad: zero
+ *
+ * ETIMEDOUT when mappings were left after @timeout_ms.
+ */
+struct sp_gpusim_revoke {
+	__u32 handle;
+	__u32 timeout_ms;
+	__u32 mappings;
+	__u32 pad;
+};
+
+/* sp_gpusim_hold.op */
+#define SP_GPUSIM_HOLD_ARM		0 /* watch [addr, addr + length) of the caller */
+#define SP_GPUSIM_HOLD_WAIT		1 /* wait until an invalidation is held */
+#define SP_GPUSIM_HOLD_RELEASE		2 /* let held (and later) invalidations go */
+#define SP_GPUSIM_HOLD_REMOVE		3 /* stop watching */
+
+/**
+ * struct sp_gpusim_hold - SP_GPUSIM_IOC_HOLD: a userptr BO's mmu interval
+ *	notifier, as amdgpu's (amdgpu_hmm.c): its invalidate waits - like
+ *	amdgpu's for the BO's fences - until RELEASE (or 30 s). While it
+ *	waits the process's mm is "invalidating": the kernel defers every
+ *	interval notifier inserted into that mm until the invalidation ends.
+ *	One at a time, module-wide, owned by the DRM file that armed it
+ *	(removed when that file is closed).
+ * @addr: in (ARM): page aligned, in the caller's address space
+ * @length: in (ARM): bytes, page aligned
+ * @op: in: SP_GPUSIM_HOLD_*
+ * @timeout_ms: in (WAIT): at most 60000; ETIMEDOUT when nothing was held
+ * @held: out: invalidations waiting in the notifier now
+ * @pad: zero
+ * @total: out: invalidations held since the module loaded
+ *
+ * EBUSY: ARM while one is armed; ENOENT: REMOVE of none of this file's.
+ */
+struct sp_gpusim_hold {
+	__u64 addr;
+	__u64 length;
+	__u32 op;
+	__u32 timeout_ms;
+	__u32 held;
+	__u32 pad;
+	__u64 total;
+};
+
 /* DRM driver ioctls: DRM_COMMAND_BASE (0x40) + n. */
 #define SP_GPUSIM_IOCTL_BASE		0x40
 #define DRM_SP_GPUSIM_CREATE		0x00
@@ -173,6 +235,8 @@ struct sp_gpusim_stats {
 #define DRM_SP_GPUSIM_MOVE		0x02
 #define DRM_SP_GPUSIM_INFO		0x03
 #define DRM_SP_GPUSIM_STATS		0x04
+#define DRM_SP_GPUSIM_REVOKE		0x05
+#define DRM_SP_GPUSIM_HOLD		0x06
 
 #define DRM_IOCTL_SP_GPUSIM_CREATE	_IOWR('d', SP_GPUSIM_IOCTL_BASE + DRM_SP_GPUSIM_CREATE, \
 					      struct sp_gpusim_create)
@@ -184,5 +248,9 @@ struct sp_gpusim_stats {
 					      struct sp_gpusim_info)
 #define DRM_IOCTL_SP_GPUSIM_STATS	_IOWR('d', SP_GPUSIM_IOCTL_BASE + DRM_SP_GPUSIM_STATS, \
 					      struct sp_gpusim_stats)
+#define DRM_IOCTL_SP_GPUSIM_REVOKE	_IOWR('d', SP_GPUSIM_IOCTL_BASE + DRM_SP_GPUSIM_REVOKE, \
+					      struct sp_gpusim_revoke)
+#define DRM_IOCTL_SP_GPUSIM_HOLD	_IOWR('d', SP_GPUSIM_IOCTL_BASE + DRM_SP_GPUSIM_HOLD, \
+					      struct sp_gpusim_hold)
 
 #endif /* _UAPI_SP_GPUSIM_H */

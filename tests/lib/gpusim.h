@@ -11,6 +11,8 @@
 #include "dmabuf_util.h"
 #include "../kmod/gpusim_uapi.h"
 
+#include <pthread.h>
+
 /* The first DRM node /dev/dri/<prefix>N (N from first) of driver @name, or -1. */
 static inline int sp_drm_node(const char *prefix, int first, const char *name)
 {
@@ -88,6 +90,122 @@ static inline struct sp_gpusim_stats gpusim_stats(int fd, uint32_t flags)
 
 	CHECK(ioctl(fd, DRM_IOCTL_SP_GPUSIM_STATS, &s) == 0, "GPUSIM_STATS: %s", strerror(errno));
 	return s;
+}
+
+/* HOLD (a userptr BO's notifier that waits): returns 0 or -errno, fills *out. */
+static inline int gpusim_hold(int fd, uint32_t op, const void *addr, uint64_t len,
+			      uint32_t timeout_ms, struct sp_gpusim_hold *out)
+{
+	struct sp_gpusim_hold h = { .addr = (uintptr_t)addr, .length = len, .op = op,
+				    .timeout_ms = timeout_ms };
+	int ret = ioctl(fd, DRM_IOCTL_SP_GPUSIM_HOLD, &h) ? -errno : 0;
+
+	if (out)
+		*out = h;
+	return ret;
+}
+
+/* REVOKE, as VFIO-PCI on a reset: 0 or -errno; *left: mappings still alive. */
+static inline int gpusim_revoke(int fd, uint32_t handle, uint32_t timeout_ms, uint32_t *left)
+{
+	struct sp_gpusim_revoke r = { .handle = handle, .timeout_ms = timeout_ms };
+	int ret = ioctl(fd, DRM_IOCTL_SP_GPUSIM_REVOKE, &r) ? -errno : 0;
+
+	if (left)
+		*left = r.mappings;
+	return ret;
+}
+
+/*
+ * An invalidation of this process's mm held open (issue 45): a shared memfd
+ * mapping watched by HOLD, truncated by a thread whose invalidation waits
+ * in the notifier until sp_window_release(). Meanwhile the kernel defers
+ * every interval notifier inserted into this mm. Needs -lpthread.
+ */
+struct sp_window {
+	int gfd;		/* sp_gpusim render node */
+	int memfd;
+	uint8_t *a;		/* shared mapping of memfd, watched by HOLD */
+	size_t alen;
+	pthread_t trunc;
+};
+
+static inline void *sp_window_truncate(void *arg)
+{
+	struct sp_window *w = arg;
+
+	/* unmap_mapping_range(): an MMU_NOTIFY_CLEAR without mmap_lock */
+	if (ftruncate(w->memfd, 0))
+		perror("ftruncate");
+	return NULL;
+}
+
+/* Opens the window: returns once the truncation's invalidation is held. */
+static inline void sp_window_open(struct sp_window *w)
+{
+	struct sp_gpusim_hold h;
+	int ret;
+
+	w->gfd = gpusim_open();
+	w->alen = 1 * MiB;
+	w->memfd = memfd_create("sp_window", MFD_CLOEXEC);
+	CHECK(w->memfd >= 0, "memfd_create: %s", strerror(errno));
+	CHECK_OK(ftruncate(w->memfd, (off_t)w->alen));
+	w->a = mmap(NULL, w->alen, PROT_READ | PROT_WRITE, MAP_SHARED, w->memfd, 0);
+	CHECK(w->a != MAP_FAILED, "mmap memfd: %s", strerror(errno));
+	memset(w->a, 0x5a, w->alen);
+	ret = gpusim_hold(w->gfd, SP_GPUSIM_HOLD_ARM, w->a, w->alen, 0, NULL);
+	CHECK(ret == 0, "HOLD_ARM: %s", strerror(-ret));
+	CHECK(pthread_create(&w->trunc, NULL, sp_window_truncate, w) == 0, "pthread_create");
+	ret = gpusim_hold(w->gfd, SP_GPUSIM_HOLD_WAIT, NULL, 0, 30000, &h);
+	CHECK(ret == 0, "the truncation's invalidation was not held within 30 s: %s (held %u, total %llu)",
+	      strerror(-ret), h.held, (unsigned long long)h.total);
+}
+
+/* Is an invalidation held right now? */
+static inline int sp_window_held(struct sp_window *w)
+{
+	return gpusim_hold(w->gfd, SP_GPUSIM_HOLD_WAIT, NULL, 0, 0, NULL) == 0;
+}
+
+static inline void sp_window_release(struct sp_window *w)
+{
+	CHECK_OK(gpusim_hold(w->gfd, SP_GPUSIM_HOLD_RELEASE, NULL, 0, 0, NULL));
+}
+
+static inline void sp_window_close(struct sp_window *w)
+{
+	sp_window_release(w);
+	CHECK(pthread_join(w->trunc, NULL) == 0, "pthread_join");
+	CHECK_OK(gpusim_hold(w->gfd, SP_GPUSIM_HOLD_REMOVE, NULL, 0, 0, NULL));
+	munmap(w->a, w->alen);
+	close(w->memfd);
+	close(w->gfd);
+}
+
+/* The name task @tid sleeps in (its wchan), into @buf. */
+static inline const char *sp_task_wchan(int tid, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/self/task/%d/wchan", tid);
+	f = fopen(path, "re");
+	if (f) {
+		if (!fgets(buf, (int)len, f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	return buf;
+}
+
+/* "1" when task @tid sleeps in mmu_interval_read_begin(). */
+static inline int sp_waits_in_read_begin(int tid)
+{
+	char wchan[128];
+
+	return strstr(sp_task_wchan(tid, wchan, sizeof(wchan)), "mmu_interval_read_begin") != NULL;
 }
 
 /* DRM PRIME export of a GEM handle (the BO's registered dma-buf). */

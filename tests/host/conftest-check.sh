@@ -1,0 +1,57 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The feature probes (kmod/conftest.sh, and through its probe()
+# tests/kmod/conftest.sh) must not take the build's warning policy: under
+# -Werror (CONFIG_WERROR, KCFLAGS, W=e) with extra warnings (W=2; clang's
+# W=1) a warning in a kernel header would fail every probe, and the
+# features that only a probe turns on (the events group's multicast flag,
+# the PMD mappings, the aligned get_unmapped_area, ...) would vanish
+# without a word. For every VM kernel whose headers are unpacked, runs the
+# probes as Kbuild does (kmod/conftest.h, made before the first object)
+# once plainly and once with W=2 KCFLAGS=-Werror, and compares the two.
+# Run by tests/run-all.sh once the VM kernels are fetched. Prints TAP.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+repo=$PWD
+. tests/lib/tap.sh
+
+t=$repo/build/conftest-check
+rm -rf "$t"
+mkdir -p "$t"
+
+# probes <dir> <kdir> [make args...]: kmod/conftest.h of a fresh copy (the
+# object after it may fail to build under the strict flags: not our concern)
+probes() {
+	local d=$1 kdir=$2
+	shift 2
+	mkdir -p "$d"
+	cp -r Kbuild VERSION kmod include "$d/"
+	make -C "$kdir" M="$d" "$@" kmod/params.o > "$d/build.log" 2>&1
+	[ -f "$d/kmod/conftest.h" ]
+}
+
+kernels=0
+while read -r name kver root; do
+	kdir=$root/usr/src/linux-headers-$kver
+	[ -f "$kdir/Makefile" ] || continue
+	kernels=$((kernels + 1))
+	if ! probes "$t/$name/plain" "$kdir"; then
+		result 1 "probes_run_$name" "$(tail -n 5 "$t/$name/plain/build.log")"
+		continue
+	fi
+	if ! probes "$t/$name/strict" "$kdir" W=2 KCFLAGS=-Werror; then
+		result 1 "probes_run_under_werror_$name" "$(tail -n 5 "$t/$name/strict/build.log")"
+		continue
+	fi
+	found=$(grep -c '^#define STRIXPEER_HAVE_' "$t/$name/plain/kmod/conftest.h")
+	d=$(diff "$t/$name/plain/kmod/conftest.h" "$t/$name/strict/kmod/conftest.h")
+	result "$([ -z "$d" ] && echo 0 || echo 1)" \
+		"probes_ignore_werror_and_extra_warnings_$name" \
+		"$kver: W=2 KCFLAGS=-Werror changed the probes' result: $d"
+	# the plain run found something at all (a broken probe() finds nothing)
+	result "$([ "$found" -gt 0 ] && echo 0 || echo 1)" "probes_find_features_$name" \
+		"$kver: no STRIXPEER_HAVE_* defined"
+done < <(tests/vm/kernels.sh list 2> /dev/null)
+[ "$kernels" -gt 0 ] || skip "probes_ignore_werror" "no VM kernel headers (tests/vm/kernels.sh fetch)"
+finish
