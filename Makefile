@@ -69,7 +69,7 @@ LIB_SO := $(B)/$(SONAME).0.0
 NL_CFLAGS := $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null || echo -I/usr/include/libnl3)
 NL_LIBS := $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null || echo -lnl-genl-3 -lnl-3)
 
-LIB_SRC := user/lib/libstrixpeer.c user/lib/ctl.c user/lib/reg.c
+LIB_SRC := user/lib/libstrixpeer.c user/lib/ctl.c user/lib/reg.c user/lib/compat.c
 LIB_OBJ := $(patsubst user/lib/%.c,$(B)/lib/%.o,$(LIB_SRC))
 # The static library: the same sources without symbol versions, linked into
 # one object whose only global symbols are the API's (the version script's).
