@@ -5,10 +5,10 @@
 # tests/abi/1.0/ is the 1.0 header and version script (as at 2c88fde, the
 # last commit before the control-plane structs got a size first; checked
 # when .git is there); the library exports every 1.0 symbol at
-# STRIXPEER_1.0, each call that changed also at STRIXPEER_1.1 (default); a
+# STRIXPEER_1.0, each call that changed also at STRIXPEER_1.6 (default); a
 # program built against 1.0 binds the 1.0 ones and resolves them all
 # (LD_BIND_NOW) against build/libstrixpeer.so.1, and strixpeerctl, built
-# now, binds STRIXPEER_1.1; docs/library.md's counters example builds. The same program against the loaded module:
+# now, binds STRIXPEER_1.6; docs/library.md's counters example builds. The same program against the loaded module:
 # build/tests/abi_compat in the guest suite. Prints TAP.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -36,7 +36,7 @@ fi
 
 dyn=$(objdump -T "$lib" | awk '$NF ~ /^sp_/ { v = $(NF-1); gsub(/[()]/, "", v); print $NF "@" v }' | sort)
 old=$(sed -n 's/^[[:space:]]*\(sp_[a-z0-9_]*\);.*/\1/p' tests/abi/1.0/libstrixpeer.map | sort)
-new=$(sed -n '/^STRIXPEER_1.1 {/,/^}/s/^[[:space:]]*\(sp_[a-z0-9_]*\);.*/\1/p' user/lib/libstrixpeer.map | sort)
+new=$(sed -n '/^STRIXPEER_1.6 {/,/^}/s/^[[:space:]]*\(sp_[a-z0-9_]*\);.*/\1/p' user/lib/libstrixpeer.map | sort)
 
 # 2. every 1.0 symbol is still there at STRIXPEER_1.0
 missing=
@@ -46,17 +46,17 @@ done
 [ -n "$old" ] && [ -z "$missing" ]
 result $? every_1_0_symbol_exported "not at STRIXPEER_1.0:$missing"
 
-# 3. the calls that changed have a STRIXPEER_1.1 default too
+# 3. the calls that changed have a STRIXPEER_1.6 default too
 missing=
 for s in $new; do
-	grep -qx "$s@STRIXPEER_1.1" <<< "$dyn" || missing="$missing $s"
+	grep -qx "$s@STRIXPEER_1.6" <<< "$dyn" || missing="$missing $s"
 done
 [ -n "$new" ] && [ -z "$missing" ]
-result $? changed_calls_at_1_1 "not at STRIXPEER_1.1:$missing"
+result $? changed_calls_at_1_6 "not at STRIXPEER_1.6:$missing"
 
 # 4. the 1.0 program asks for STRIXPEER_1.0 only
 readelf -V "$prog" | grep -A3 'File: libstrixpeer.so.1' | grep -q 'Name: STRIXPEER_1.0' &&
-	! readelf -V "$prog" | grep -q 'STRIXPEER_1.1'
+	! readelf -V "$prog" | grep -q 'STRIXPEER_1.6'
 result $? program_1_0_binds_1_0 "$(readelf -V "$prog" | grep -A3 'File: libstrixpeer')"
 
 # 5. ... and runs against this library, every symbol resolved
@@ -66,8 +66,8 @@ rc=$?
 result $? program_1_0_runs "exit $rc: $out"
 
 # 6. a program built now binds the current calls
-readelf -V build/strixpeerctl | grep -A4 'File: libstrixpeer.so.1' | grep -q 'Name: STRIXPEER_1.1'
-result $? current_program_binds_1_1 "$(readelf -V build/strixpeerctl | grep -A4 'File: libstrixpeer')"
+readelf -V build/strixpeerctl | grep -A4 'File: libstrixpeer.so.1' | grep -q 'Name: STRIXPEER_1.6'
+result $? current_program_binds_1_6 "$(readelf -V build/strixpeerctl | grep -A4 'File: libstrixpeer')"
 
 # 7. docs/library.md's counters example builds against this header and
 # library and, without the module, says so

@@ -4,7 +4,7 @@
  * against the header before its structs became extensible (size first).
  * Each is bound to its old symbol version (sp_ctl_info@STRIXPEER_1.0, ...)
  * and converts between the 1.0 layout, declared here, and the current one;
- * programs linked now get the STRIXPEER_1.1 symbols of ctl.c. The static
+ * programs linked now get the STRIXPEER_1.6 symbols of ctl.c. The static
  * library has no symbol versions and keeps none of these.
  * tests/host/abi-compat.sh builds a program against the 1.0 header and
  * runs it against this library.
