@@ -69,7 +69,7 @@ LIB_SO := $(B)/$(SONAME).0.0
 NL_CFLAGS := $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null || echo -I/usr/include/libnl3)
 NL_LIBS := $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null || echo -lnl-genl-3 -lnl-3)
 
-LIB_SRC := user/lib/libstrixpeer.c user/lib/ctl.c user/lib/reg.c
+LIB_SRC := user/lib/libstrixpeer.c user/lib/ctl.c user/lib/reg.c user/lib/compat.c
 LIB_OBJ := $(patsubst user/lib/%.c,$(B)/lib/%.o,$(LIB_SRC))
 # The static library: the same sources without symbol versions, linked into
 # one object whose only global symbols are the API's (the version script's).
@@ -208,6 +208,23 @@ $(B)/tests/%: tests/guest/%.c $(TEST_HDR) $(LIB_HDR) $(RDMA_HDR) $(B)/libstrixpe
 		| $(B)/tests
 	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests/lib -Iuser -o $@ $< $(B)/libstrixpeer.a \
 		$(RDMA_A) -libverbs $(NL_LIBS) -lpthread
+
+# tests/abi/: a program built against the 1.0 header and linked against the
+# 1.0 library (a stub of tests/abi/1.0/libstrixpeer.map's symbols, as glibc
+# links its compat tests), run against build/libstrixpeer.so.1 (its rpath)
+ABI10 := tests/abi/1.0
+ABI10_HDR := $(ABI10)/include/strixpeer.h $(ABI10)/include/strixpeer/ctl.h \
+	$(ABI10)/include/strixpeer/reg.h
+user: $(B)/tests/abi_compat
+$(B)/abi-1.0/libstrixpeer.so: $(ABI10)/libstrixpeer.map
+	@mkdir -p $(B)/abi-1.0
+	sed -n 's/^[[:space:]]*\(sp_[a-z0-9_]*\);.*/void \1(void); void \1(void) {}/p' $< \
+		> $(B)/abi-1.0/stub.c
+	$(CC) -shared -fPIC -Wl,-soname,$(SONAME) -Wl,--version-script=$< -o $@ $(B)/abi-1.0/stub.c
+$(B)/tests/abi_compat: tests/abi/abi_compat.c $(ABI10_HDR) tests/lib/tap.h \
+		$(B)/abi-1.0/libstrixpeer.so $(LIB_SO) | $(B)/tests
+	$(CC) $(CFLAGS) -I$(ABI10)/include -Itests/lib -o $@ $< -L$(B)/abi-1.0 -lstrixpeer \
+		-Wl,-rpath,'$$ORIGIN/..'
 
 # libstrixpeer-preload.so (user/preload/): LD_PRELOAD interposer for
 # unmodified verbs programs; links libibverbs only, exports the three

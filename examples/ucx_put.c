@@ -69,7 +69,7 @@ static void wait_for(void *req, int fd)
 static int show(const struct sp_buf_entry *e, void *who)
 {
 	printf("%s: strixpeer buffer %u: %llu bytes, node %u, %s\n", (char *)who, e->id,
-	       (unsigned long long)e->size, e->node, e->pinned ? "pinned by a NIC registration" :
+	       (unsigned long long)e->bytes, e->node, e->pinned ? "pinned by a NIC registration" :
 	       "not registered");
 	return 0;
 }

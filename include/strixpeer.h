@@ -17,7 +17,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -64,7 +63,10 @@ struct sp_import_info {
 	int unmapped;			/**< 1: ended because it was unmapped */
 };
 
-/** Module-wide counters (sysfs), as returned by sp_stats_read(). */
+/**
+ * Module-wide counters (sysfs), as returned by sp_stats_read(): the eight
+ * that need no netlink. sp_ctl_stats() returns every counter, these included.
+ */
 struct sp_stats {
 	uint64_t buffers;		/**< buffers alive now */
 	uint64_t pinned_bytes;		/**< bytes pinned by buffers now */

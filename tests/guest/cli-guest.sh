@@ -136,6 +136,27 @@ py 'assert d["buffers"] == 2 and d["pinned_bytes"] == 8 << 20 and d["peer_regist
 	[ "$($ctl stats | field buffers)" = 2 ]
 result $? "stats_table_and_json"
 
+# Every counter of the netlink spec's stats set, from one stats-get: the
+# generated header names them; strace (when the guest has it) counts the
+# requests (the family lookup, then one)
+python3 - "$tmp/stats.json" include/uapi/strixpeer_nl.h << 'EOF'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+names = [n.lower() for n in re.findall(r"\bSTRIXPEER_A_STATS_(\w+)\s*(?:=\s*\d+\s*)?,", open(sys.argv[2]).read())
+         if n != "PAD"]
+missing = [n for n in names if n not in d]
+assert len(names) >= 21 and not missing, ("not in stats -j", missing)
+EOF
+result $? "stats_has_every_counter"
+if command -v strace > /dev/null; then
+	strace -f -e trace=sendto,sendmsg -o "$tmp/stats.strace" $ctl stats > /dev/null
+	sends=$(grep -c 'send' "$tmp/stats.strace")
+	[ "$sends" -eq 2 ] || { echo "# $sends sends:"; sed 's/^/# /' "$tmp/stats.strace"; }
+	result $(( sends != 2 )) "stats_is_one_request"
+else
+	result 0 "stats_is_one_request" "no strace in the guest"
+fi
+
 # One name per counter: every counter status shows is stats' under the same
 # name (the buffer tallies of the caller's view are status's own).
 $ctl -j status > "$tmp/st2.json"

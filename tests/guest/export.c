@@ -59,7 +59,7 @@ static int find_buf_cb(const struct sp_buf_entry *be, void *arg)
 {
 	struct find_buf *f = arg;
 
-	if (be->pid == f->pid && be->size == f->size)
+	if (be->pid == f->pid && be->bytes == f->size)
 		f->id = be->id;
 	return 0;
 }
@@ -68,7 +68,7 @@ static int find_buf_cb(const struct sp_buf_entry *be, void *arg)
 static struct sp_buf_entry xb_entry(struct xb *x)
 {
 	struct find_buf f = { (uint32_t)getpid(), x->len, 0 };
-	struct sp_buf_entry e;
+	struct sp_buf_entry e = { .size = sizeof(e) };
 	struct sp_ctl *ctl;
 
 	CHECK(sp_ctl_open(&ctl) == 0, "%s", sp_errmsg());
@@ -183,7 +183,7 @@ static void test_vgem_imports_export(void)
 	struct sp_drm_prime_handle back = { .flags = O_RDWR | O_CLOEXEC };
 	struct sp_drm_map_dumb md = { 0 };
 	uint32_t gem;
-	struct sp_buf_entry e;
+	struct sp_buf_entry e = { .size = sizeof(e) };
 	struct stat st1, st2;
 	int card = sp_vgem_card();
 	struct xb x;
@@ -427,8 +427,8 @@ static void *monitor_thread(void *arg)
 static void test_export_counters_and_events(void)
 {
 	struct ev_log l = { 0 };
-	struct sp_counters c0, c1;
-	struct sp_config cfg;
+	struct sp_counters c0 = { .size = sizeof(c0) }, c1 = { .size = sizeof(c1) };
+	struct sp_config cfg = { .size = sizeof(cfg) };
 	uint32_t gem;
 	struct sp_ctl *ctl;
 	int card = sp_vgem_card();

@@ -369,7 +369,7 @@ static uint64_t live_imports(void)
 /* Live device attachments of exported buffers (netlink stats). */
 static uint64_t live_attachments(void)
 {
-	struct sp_counters c;
+	struct sp_counters c = { .size = sizeof(c) };
 	struct sp_ctl *ctl;
 
 	CHECK(sp_ctl_open(&ctl) == 0, "%s", sp_errmsg());
@@ -616,7 +616,7 @@ static int config_set_with(int cap)
 
 	CHECK(pid >= 0, "fork");
 	if (pid == 0) {
-		struct sp_config cfg;
+		struct sp_config cfg = { .size = sizeof(cfg) };
 		struct sp_ctl *ctl;
 		int ret;
 

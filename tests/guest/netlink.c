@@ -35,7 +35,7 @@ static struct sp_ctl *ctl_open(void)
 static struct sp_config config_now(void)
 {
 	struct sp_ctl *ctl = ctl_open();
-	struct sp_config cfg;
+	struct sp_config cfg = { .size = sizeof(cfg) };
 
 	CHECK(sp_ctl_config_get(ctl, &cfg) == 0, "%s", sp_errmsg());
 	sp_ctl_close(ctl);
@@ -128,7 +128,7 @@ static struct raw_reply raw_request(uint8_t cmd, int type, const void *data, int
 static void info_reports_module(void)
 {
 	struct sp_ctl *ctl = ctl_open();
-	struct sp_info info;
+	struct sp_info info = { .size = sizeof(info) };
 	char version[32] = "";
 	FILE *f = fopen("VERSION", "re");
 
@@ -335,7 +335,7 @@ static int collect_buf(const struct sp_buf_entry *e, void *arg)
 		CHECK(c->ids, "realloc");
 	}
 	c->ids[c->n++] = e->id;
-	c->bytes += e->size;
+	c->bytes += e->bytes;
 	if (c->pid && e->pid != c->pid)
 		c->others = true;
 	return 0;
@@ -358,7 +358,7 @@ static void dump_unprivileged_sees_own(void)
 		struct collect col = { .pid = (uint32_t)getpid() };
 		struct sp_buf *b;
 		struct sp_ctl *ctl;
-		struct sp_buf_entry e;
+		struct sp_buf_entry e = { .size = sizeof(e) };
 
 		drop_privileges();
 		CHECK(sp_buf_alloc(d2, 2 * MiB, SP_NODE_DEFAULT, 0, &b) == 0, "%s", sp_errmsg());
@@ -425,6 +425,72 @@ static bool contains(const uint32_t *ids, size_t n, uint32_t id)
 	return false;
 }
 
+static int entry_size_cb(const struct sp_buf_entry *e, void *arg)
+{
+	*(uint32_t *)arg = e->size;
+	return 1;
+}
+
+/*
+ * The extensible structs: a zeroed struct is the first layout, a bigger
+ * (future) one is filled up to the library's size and no further, and one
+ * stats-get request has every counter, equal to sysfs and to the superseded
+ * calls'.
+ */
+static void structs_sized_one_request(void)
+{
+	struct {
+		struct sp_counters c;
+		uint64_t future[4];
+	} big;
+	struct sp_counters zero = { 0 };
+	struct sp_peer_counters pc;
+	struct sp_config cfg = { .size = sizeof(cfg) };
+	struct sp_ctl *ctl = ctl_open();
+	struct sp_stats st;
+	uint32_t esize = 0;
+	uint64_t param = ~0ULL;
+	int fd = sp_test_open();
+	struct strixpeer_buf_alloc a;
+	FILE *f;
+
+	CHECK_OK(sp_raw_alloc(fd, 2 << 20, STRIXPEER_NODE_DEFAULT, 0, &a));
+	CHECK(sp_ctl_stats(ctl, &zero) == 0, "%s", sp_errmsg());
+	CHECK(zero.size == SP_COUNTERS_SIZE_VER0, "size 0 filled %u bytes", zero.size);
+	memset(&big, 0xa5, sizeof(big));
+	big.c.size = sizeof(big);
+	CHECK(sp_ctl_stats(ctl, &big.c) == 0, "%s", sp_errmsg());
+	CHECK(big.c.size == sizeof(big.c), "filled %u bytes of %zu", big.c.size, sizeof(big));
+	for (size_t i = 0; i < 4; i++)
+		CHECK(big.future[i] == 0xa5a5a5a5a5a5a5a5ULL, "wrote past its size: %zu", i);
+	CHECK(SP_HAS(struct sp_counters, &big.c, peer_pinned_bytes_user), "SP_HAS");
+	CHECK(sp_stats_read(&st) == 0, "%s", sp_errmsg());
+	CHECK(big.c.buffers == st.buffers && big.c.pinned_bytes == st.pinned_bytes &&
+	      big.c.allocs == st.allocs && big.c.buffers >= 1,
+	      "netlink buffers %llu pinned %llu allocs %llu, sysfs %llu %llu %llu",
+	      (unsigned long long)big.c.buffers, (unsigned long long)big.c.pinned_bytes,
+	      (unsigned long long)big.c.allocs, (unsigned long long)st.buffers,
+	      (unsigned long long)st.pinned_bytes, (unsigned long long)st.allocs);
+	CHECK(sp_ctl_peer_stats(ctl, &pc) == 0, "%s", sp_errmsg());
+	CHECK(pc.acquires == big.c.peer_acquires && pc.maps == big.c.peer_maps &&
+	      pc.imports == big.c.imports && pc.registrations == big.c.peer_registrations,
+	      "peer counters differ between sp_ctl_stats and sp_ctl_peer_stats");
+	CHECK(big.c.peer_pinned_bytes_user <= big.c.peer_pinned_bytes, "user %llu > node %llu",
+	      (unsigned long long)big.c.peer_pinned_bytes_user,
+	      (unsigned long long)big.c.peer_pinned_bytes);
+	CHECK(sp_ctl_config_get(ctl, &cfg) == 0 && cfg.size == sizeof(cfg), "%s", sp_errmsg());
+	f = fopen("/sys/module/strixpeer/parameters/max_peer_pinned_per_user", "re");
+	CHECK(f && fscanf(f, "%" SCNu64, &param) == 1, "max_peer_pinned_per_user parameter");
+	fclose(f);
+	CHECK(cfg.max_peer_pinned_per_user == param, "config %llu, parameter %llu",
+	      (unsigned long long)cfg.max_peer_pinned_per_user, (unsigned long long)param);
+	CHECK(sp_ctl_bufs(ctl, 0, entry_size_cb, &esize) == 1, "%s", sp_errmsg());
+	CHECK(esize == sizeof(struct sp_buf_entry), "entry size %u", esize);
+	close(fd);
+	sp_ctl_close(ctl);
+	CHECK_NOTHING_PINNED();
+}
+
 static void dump_10000_consistent(void)
 {
 	enum { N = 10000 };
@@ -432,7 +498,7 @@ static void dump_10000_consistent(void)
 	struct sp_ctl *ctl = ctl_open();
 	struct collect all = { 0 }, during = { 0 }, after = { 0 };
 	struct freer fr = { .fd = fd, .n = N };
-	struct sp_counters c;
+	struct sp_counters c = { .size = sizeof(c) };
 	pthread_t t;
 
 	for (uint32_t i = 0; i < N; i++) {
@@ -480,19 +546,26 @@ static int event_to_pipe(const struct sp_event *ev, void *arg)
 	char line[128];
 	int n;
 
-	switch (ev->type) {
+	/* a wrong size shows as a line the reader does not expect */
+	if (ev->size != sizeof(*ev) || ((ev->type == SP_EVENT_BUF_CREATED ||
+	    ev->type == SP_EVENT_BUF_FREED) && (!ev->buf || ev->buf->size != sizeof(*ev->buf))) ||
+	    (ev->type == SP_EVENT_CONFIG && (!ev->config || ev->config->size != sizeof(*ev->config))))
+		ev = NULL;
+	if (!ev)
+		n = snprintf(line, sizeof(line), "bad event struct sizes\n");
+	else switch (ev->type) {
 	case SP_EVENT_BUF_CREATED:
 	case SP_EVENT_BUF_FREED:
 		n = snprintf(line, sizeof(line), "%s %u %u\n",
 			     ev->type == SP_EVENT_BUF_CREATED ? "created" : "freed",
-			     ev->buf.id, (unsigned int)(ev->buf.size >> 20));
+			     ev->buf->id, (unsigned int)(ev->buf->bytes >> 20));
 		break;
 	case SP_EVENT_LIMIT:
-		n = snprintf(line, sizeof(line), "limit %d %u\n", ev->limit, (unsigned int)(ev->size >> 20));
+		n = snprintf(line, sizeof(line), "limit %d %u\n", ev->limit, (unsigned int)(ev->bytes >> 20));
 		break;
 	default:
 		n = snprintf(line, sizeof(line), "config %llu\n",
-			     (unsigned long long)ev->config.max_buf_size);
+			     (unsigned long long)ev->config->max_buf_size);
 	}
 	return write(fd, line, (size_t)n) == n ? 0 : 1;
 }
@@ -512,7 +585,7 @@ static void events_in_order(void)
 	int pfd[2], status;
 	char line[128], want[128];
 	struct sp_buf *b;
-	struct sp_buf_entry e;
+	struct sp_buf_entry e = { .size = sizeof(e) };
 	uint32_t id = 0;
 	pid_t pid;
 	FILE *in;
@@ -589,6 +662,7 @@ static const struct tap_case cases[] = {
 	TAP_CASE(config_set_needs_privilege),
 	TAP_CASE(config_takes_effect),
 	TAP_CASE(dump_unprivileged_sees_own),
+	TAP_CASE(structs_sized_one_request),
 	TAP_CASE_T(dump_10000_consistent, 300),
 	TAP_CASE(events_in_order),
 };

@@ -27,7 +27,7 @@ static void client_registered(void)
 	int sim = sim_open(), fd = sp_test_open();
 	struct strixpeer_version v = { 0 };
 	struct peersim_client c = sim_client(sim);
-	struct sp_info info;
+	struct sp_info info = { .size = sizeof(info) };
 	struct sp_ctl *ctl;
 	char buf[64] = "";
 	FILE *f;
@@ -600,7 +600,7 @@ static void events(void)
 	struct strixpeer_import im;
 	struct peersim_reg_mr r;
 	struct sp_event ev[3];
-	struct sp_config cfg;
+	struct sp_config cfg = { .size = sizeof(cfg) };
 	struct sp_ctl *ctl;
 	struct sp_xbuf x;
 	int joined = 0;
@@ -639,8 +639,8 @@ static void events(void)
 	      ev[2].peer);
 	for (int i = 0; i < 3; i++)
 		CHECK(ev[i].import_id == im.id && ev[i].pid == (uint32_t)getpid() &&
-		      ev[i].size == 1 * MiB, "event %d: import %u pid %u size %llu", i,
-		      ev[i].import_id, ev[i].pid, (unsigned long long)ev[i].size);
+		      ev[i].bytes == 1 * MiB, "event %d: import %u pid %u size %llu", i,
+		      ev[i].import_id, ev[i].pid, (unsigned long long)ev[i].bytes);
 	CHECK(ev[2].reason == SP_INVAL_UNIMPORT && ev[0].reason == 0, "reason %d", ev[2].reason);
 	waitpid(pid, NULL, 0);
 	sim_dereg(sim, r.handle);
@@ -930,7 +930,7 @@ static void noapi_reports_reason(void)
 {
 	int fd = sp_test_open();
 	struct strixpeer_version v = { 0 };
-	struct sp_info info;
+	struct sp_info info = { .size = sizeof(info) };
 	struct sp_ctl *ctl;
 
 	CHECK_OK(ioctl(fd, STRIXPEER_IOC_VERSION, &v));

@@ -128,7 +128,7 @@ static void test_memory_peers_version_file(void)
 static void test_netlink_reports_the_name(void)
 {
 	struct sp_ctl *ctl;
-	struct sp_info info;
+	struct sp_info info = { .size = sizeof(info) };
 	char want[96];
 
 	CHECK(sp_ctl_open(&ctl) == 0, "%s", sp_errmsg());

@@ -196,7 +196,7 @@ static void client_registered(void)
 {
 	int fd = sp_test_open();
 	struct strixpeer_version v = { 0 };
-	struct sp_info info;
+	struct sp_info info = { .size = sizeof(info) };
 	struct sp_ctl *ctl;
 	char line[256];
 	int found = 0;

@@ -33,6 +33,7 @@ fi
 # help at every level, on stdout, status 0
 expect help_top 0 stdout '^usage: strixpeerctl .*OBJECT' -- help
 expect help_dash_h 0 stdout '^  -h, --help ' -- -h
+expect help_names_json_option 0 stdout '^  -j, --json ' -- help
 expect help_lists_objects 0 stdout '^  config +show \| set KEY VALUE' -- --help
 expect help_object_word 0 stdout '^usage: strixpeerctl \[-j\] buf show \[pid PID\]$' -- help buf
 expect help_buf 0 stdout '^usage: strixpeerctl \[-j\] buf show \[pid PID\]$' -- buf help

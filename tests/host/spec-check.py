@@ -7,7 +7,12 @@ include/uapi/strixpeer.h (names and values of every command, attribute,
 limit and feature bit, family and group names) and with kmod/netlink.c
 (each request policy's attributes, types and range checks; which ops need
 admin rights) and kmod/stats.c (the counter table: every stats attribute
-exactly once, every struct sp_stats counter in it). Prints TAP; exits 1 on any difference.
+exactly once, every struct sp_stats counter in it), and the library's mirror
+of it: user/lib/ctl.c's sp_counter_table (every stats attribute once, into
+the struct sp_counters field of its name) and <strixpeer/ctl.h>'s
+struct sp_counters (a field per attribute, in the spec's order, so a new
+counter is appended) and struct sp_config (a field per config attribute).
+Prints TAP; exits 1 on any difference.
 """
 import os
 import re
@@ -22,6 +27,8 @@ UAPI_NL = os.path.join(ROOT, "include/uapi/strixpeer_nl.h")
 KMOD = os.path.join(ROOT, "kmod/netlink.c")
 STATS = os.path.join(ROOT, "kmod/stats.c")
 KHDR = os.path.join(ROOT, "kmod/strixpeer.h")
+LIBCTL = os.path.join(ROOT, "user/lib/ctl.c")
+PUBCTL = os.path.join(ROOT, "include/strixpeer/ctl.h")
 
 NLA = {"u8": "NLA_U8", "u16": "NLA_U16", "u32": "NLA_U32", "u64": "NLA_U64",
        "s32": "NLA_S32", "s64": "NLA_S64", "string": "NLA_NUL_STRING",
@@ -219,6 +226,39 @@ def main():
     if not table or not fields:
         p.append("no counter table in kmod/stats.c or no struct sp_stats")
     check("counters_table", p)
+
+    # the library's counters: ctl.c's table and struct sp_counters mirror
+    # the stats set (the kernel's table, checked above)
+    p = []
+    attrs = [c_name("strixpeer_a_stats", a["name"]) for a in sets["stats"].values()
+             if a["type"] != "pad"]
+    names = [a["name"].replace("-", "_") for a in sets["stats"].values() if a["type"] != "pad"]
+    ltable = re.findall(r"SP_CTR\(([A-Z0-9_]+), (\w+)\)", open(LIBCTL).read())
+    lattrs = ["STRIXPEER_A_STATS_" + t[0] for t in ltable]
+    pub = open(PUBCTL).read()
+    body = re.search(r"struct sp_counters \{(.*?)\n\};", pub, re.S)
+    sfields = re.findall(r"uint\d+_t (\w+);", body.group(1)) if body else []
+    for a, n in zip(attrs, names):
+        if lattrs.count(a) != 1:
+            p.append("%s is in ctl.c's sp_counter_table %d times" % (a, lattrs.count(a)))
+        elif ltable[lattrs.index(a)][1] != n:
+            p.append("sp_counter_table puts %s into .%s, not .%s" % (a, ltable[lattrs.index(a)][1], n))
+    for t in ltable:
+        if "STRIXPEER_A_STATS_" + t[0] not in attrs:
+            p.append("sp_counter_table names STRIXPEER_A_STATS_%s, not a stats attribute" % t[0])
+    if sfields[:2] != ["size", "reserved"]:
+        p.append("struct sp_counters does not start with size, reserved")
+    if sfields[2:] != names:
+        p.append("struct sp_counters fields %s are not the stats attributes in order %s"
+                 % (sfields[2:], names))
+    body = re.search(r"struct sp_config \{(.*?)\n\};", pub, re.S)
+    cfields = re.findall(r"(?:uint\d+_t|int) (\w+);", body.group(1)) if body else []
+    for a in sets["config"].values():
+        if a["type"] != "pad" and a["name"].replace("-", "_") not in cfields:
+            p.append("struct sp_config has no %s" % a["name"].replace("-", "_"))
+    if not ltable or not sfields or not cfields:
+        p.append("no sp_counter_table in user/lib/ctl.c or no struct sp_counters/sp_config")
+    check("library_counters_mirror_spec", p)
 
     print("TAP version 13")
     print("1..%d" % len(results))

@@ -98,7 +98,7 @@ static int print_buf(const struct sp_buf_entry *e, void *arg)
 	pr_obj_open(NULL);
 	pr_u64("id", "ID", e->id);
 	pr_u64("pid", "PID", e->pid);
-	pr_bytes("size", "SIZE", e->size);
+	pr_bytes("size", "SIZE", e->bytes);
 	pr_u64("node", "NODE", e->node);
 	pr_bytes("page_size", "PAGE", e->page_size);
 	pr_u64("chunks", "CHUNKS", e->chunks);

@@ -24,12 +24,12 @@ extern const char buf_usage[];
 int cmd_stats(int argc, char **argv);
 extern const char stats_usage[];
 void print_counters(const struct sp_counters *c, bool all);
-void print_peer_pins(struct sp_ctl *ctl);
+void print_peer_pins(const struct sp_counters *c);
 /* config.c */
 int cmd_config(int argc, char **argv);
 extern const char config_usage[];
 void print_config(const struct sp_config *cfg);
-void print_peer_limit(struct sp_ctl *ctl);
+void print_peer_limit(const struct sp_config *cfg);
 /* monitor.c */
 int cmd_monitor(int argc, char **argv);
 extern const char monitor_usage[];

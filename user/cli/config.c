@@ -45,15 +45,11 @@ void print_config(const struct sp_config *cfg)
 }
 
 /* max_peer_pinned_per_user: 0 is "memlock only", as max_pinned_bytes above. */
-void print_peer_limit(struct sp_ctl *ctl)
+void print_peer_limit(const struct sp_config *cfg)
 {
-	struct sp_peer_pins pp;
-
-	if (sp_ctl_peer_pins(ctl, &pp) < 0)
-		return;
-	if (pp.max_per_user || cli_json)
+	if (cfg->max_peer_pinned_per_user || cli_json)
 		pr_bytes("max_peer_pinned_per_user", "max GPU pinned by PeerDirect (per user)",
-			 pp.max_per_user);
+			 cfg->max_peer_pinned_per_user);
 	else
 		pr_str("max_peer_pinned_per_user", "max GPU pinned by PeerDirect (per user)",
 		       "RLIMIT_MEMLOCK only");
@@ -61,7 +57,7 @@ void print_peer_limit(struct sp_ctl *ctl)
 
 static int cmd_config_show(int argc, char **argv)
 {
-	struct sp_config cfg;
+	struct sp_config cfg = { .size = sizeof(cfg) };
 	struct sp_ctl *ctl;
 
 	if (extra_args("config", argc, argv, 0))
@@ -74,7 +70,7 @@ static int cmd_config_show(int argc, char **argv)
 	}
 	pr_obj_open(NULL);
 	print_config(&cfg);
-	print_peer_limit(ctl);
+	print_peer_limit(&cfg);
 	sp_ctl_close(ctl);
 	pr_obj_close();
 	pr_done();
@@ -104,7 +100,7 @@ static void warn_below_pinned(struct sp_ctl *ctl, const struct sp_config *cfg,
 			      unsigned int mask)
 {
 	char want[32], have[32];
-	struct sp_counters c;
+	struct sp_counters c = { .size = sizeof(c) };
 
 	if (!(mask & SP_CONFIG_MAX_PINNED_BYTES) || !cfg->max_pinned_bytes ||
 	    sp_ctl_stats(ctl, &c) < 0 || c.pinned_bytes <= cfg->max_pinned_bytes)
@@ -120,7 +116,7 @@ static void warn_below_pinned(struct sp_ctl *ctl, const struct sp_config *cfg,
 static int cmd_config_set(int argc, char **argv)
 {
 	const struct config_key *k;
-	struct sp_config cfg = { 0 };
+	struct sp_config cfg = { .size = sizeof(cfg) };
 	struct sp_ctl *ctl;
 	const char *val;
 	int ret;

@@ -81,28 +81,28 @@ static int print_event(const struct sp_event *ev, void *arg)
 		case SP_EVENT_BUF_CREATED:
 		case SP_EVENT_BUF_FREED:
 			printf("%s id %u pid %u size %" PRIu64 " node %u page %" PRIu64 "\n",
-			       types[ev->type], ev->buf.id, ev->buf.pid, ev->buf.size,
-			       ev->buf.node, ev->buf.page_size);
+			       types[ev->type], ev->buf->id, ev->buf->pid, ev->buf->bytes,
+			       ev->buf->node, ev->buf->page_size);
 			break;
 		case SP_EVENT_LIMIT:
 			printf("limit %s pid %u size %" PRIu64 "\n",
-			       lim < 5 && limit_names[lim] ? limit_names[lim] : "?", ev->pid, ev->size);
+			       lim < 5 && limit_names[lim] ? limit_names[lim] : "?", ev->pid, ev->bytes);
 			break;
 		case SP_EVENT_CONFIG:
 			printf("config pid %u max_buf_size %" PRIu64 " max_pinned_bytes %" PRIu64
 			       " default_node %d require_huge %s\n", ev->pid,
-			       ev->config.max_buf_size, ev->config.max_pinned_bytes,
-			       ev->config.default_node, ev->config.require_huge ? "yes" : "no");
+			       ev->config->max_buf_size, ev->config->max_pinned_bytes,
+			       ev->config->default_node, ev->config->require_huge ? "yes" : "no");
 			break;
 		case SP_EVENT_PEER:
 			printf("peer %s import %u pid %u size %" PRIu64 "%s%s\n", peer,
-			       ev->import_id, ev->pid, ev->size, reason ? " reason " : "",
+			       ev->import_id, ev->pid, ev->bytes, reason ? " reason " : "",
 			       reason ? reason : "");
 			break;
 		case SP_EVENT_EXPORT:
 			printf("export %s buf %u pid %u exports %u attachments %u%s%s\n",
-			       export, ev->buf.id, ev->pid, ev->buf.exports,
-			       ev->buf.attachments, ev->device[0] ? " device " : "",
+			       export, ev->buf->id, ev->pid, ev->buf->exports,
+			       ev->buf->attachments, ev->device[0] ? " device " : "",
 			       ev->device);
 			break;
 		}
@@ -123,35 +123,35 @@ static int print_event(const struct sp_event *ev, void *arg)
 	pr_str("event", "event", types[ev->type]);
 	if (ev->type == SP_EVENT_BUF_CREATED || ev->type == SP_EVENT_BUF_FREED) {
 		pr_obj_open("buf");
-		pr_u64("id", "id", ev->buf.id);
-		pr_u64("pid", "pid", ev->buf.pid);
-		pr_u64("size", "size", ev->buf.size);
-		pr_u64("node", "node", ev->buf.node);
-		pr_u64("page_size", "page size", ev->buf.page_size);
+		pr_u64("id", "id", ev->buf->id);
+		pr_u64("pid", "pid", ev->buf->pid);
+		pr_u64("size", "size", ev->buf->bytes);
+		pr_u64("node", "node", ev->buf->node);
+		pr_u64("page_size", "page size", ev->buf->page_size);
 		pr_obj_close();
 	} else if (ev->type == SP_EVENT_LIMIT) {
 		pr_str("limit", "limit", lim < 5 && limit_names[lim] ? limit_names[lim] : "?");
 		pr_u64("pid", "pid", ev->pid);
-		pr_u64("size", "size", ev->size);
+		pr_u64("size", "size", ev->bytes);
 	} else if (ev->type == SP_EVENT_PEER) {
 		pr_str("peer", "peer", peer);
 		pr_u64("import", "import", ev->import_id);
 		pr_u64("pid", "pid", ev->pid);
-		pr_u64("size", "size", ev->size);
+		pr_u64("size", "size", ev->bytes);
 		if (reason)
 			pr_str("reason", "reason", reason);
 	} else if (ev->type == SP_EVENT_EXPORT) {
 		pr_str("export", "export", export);
-		pr_u64("buf", "buf", ev->buf.id);
+		pr_u64("buf", "buf", ev->buf->id);
 		pr_u64("pid", "pid", ev->pid);
-		pr_u64("exports", "exports", ev->buf.exports);
-		pr_u64("attachments", "attachments", ev->buf.attachments);
+		pr_u64("exports", "exports", ev->buf->exports);
+		pr_u64("attachments", "attachments", ev->buf->attachments);
 		if (ev->device[0])
 			pr_str("device", "device", ev->device);
 	} else {
 		pr_u64("pid", "pid", ev->pid);
 		pr_obj_open("config");
-		print_config(&ev->config);
+		print_config(ev->config);
 		pr_obj_close();
 	}
 	pr_obj_close();

@@ -22,17 +22,13 @@ const char stats_usage[] = "strixpeerctl [-j] stats\n"
 			   "strixpeerctl stats -f prometheus\n";
 
 /* GPU bytes PeerDirect registrations pin (each the whole dma-buf). */
-void print_peer_pins(struct sp_ctl *ctl)
+void print_peer_pins(const struct sp_counters *c)
 {
-	struct sp_peer_pins pp;
-
-	if (sp_ctl_peer_pins(ctl, &pp) < 0)
-		return;
 	pr_bytes("peer_pinned_bytes", "GPU bytes pinned by PeerDirect (node-wide)",
-		 pp.pinned_bytes);
+		 c->peer_pinned_bytes);
 	pr_bytes("peer_pinned_bytes_user", "GPU bytes pinned by PeerDirect (your uid)",
-		 pp.user_pinned_bytes);
-	pr_u64("peer_fail_limit", "peer registrations refused: pin limit", pp.fail_limit);
+		 c->peer_pinned_bytes_user);
+	pr_u64("peer_fail_limit", "peer registrations refused: pin limit", c->peer_fail_limit);
 }
 
 void print_counters(const struct sp_counters *c, bool all)
@@ -57,8 +53,7 @@ void print_counters(const struct sp_counters *c, bool all)
 }
 
 /* Prometheus text exposition format, for node_exporter's textfile collector. */
-static void print_prometheus(const struct sp_counters *c, const struct sp_peer_counters *pc,
-			     const struct sp_config *cfg)
+static void print_prometheus(const struct sp_counters *c, const struct sp_config *cfg)
 {
 	static const struct {
 		const char *name, *type, *help;
@@ -114,7 +109,7 @@ static void print_prometheus(const struct sp_counters *c, const struct sp_peer_c
 	       "# TYPE strixpeer_peer_registrations gauge\nstrixpeer_peer_registrations %" PRIu64 "\n"
 	       "# HELP strixpeer_imports dma-buf imports alive\n"
 	       "# TYPE strixpeer_imports gauge\nstrixpeer_imports %" PRIu64 "\n",
-	       pc->maps, pc->registrations, pc->imports);
+	       c->peer_maps, c->peer_registrations, c->imports);
 }
 
 /* A Prometheus label value: backslash, double quote and newline escaped. */
@@ -171,10 +166,9 @@ static void print_prometheus_up(const struct sp_info *info)
 int cmd_stats(int argc, char **argv)
 {
 	bool prom = false;
-	struct sp_peer_counters pc;
-	struct sp_counters c;
-	struct sp_config cfg;
-	struct sp_info info;
+	struct sp_counters c = { .size = sizeof(c) };
+	struct sp_config cfg = { .size = sizeof(cfg) };
+	struct sp_info info = { .size = sizeof(info) };
 	struct sp_ctl *ctl;
 
 	static const struct {
@@ -204,7 +198,7 @@ int cmd_stats(int argc, char **argv)
 			return 0;
 		}
 		if (sp_ctl_info(ctl, &info) < 0 || sp_ctl_stats(ctl, &c) < 0 ||
-		    sp_ctl_config_get(ctl, &cfg) < 0 || sp_ctl_peer_stats(ctl, &pc) < 0) {
+		    sp_ctl_config_get(ctl, &cfg) < 0) {
 			fprintf(stderr, "strixpeerctl: %s (strixpeer_up 0)\n", sp_errmsg());
 			sp_ctl_close(ctl);
 			print_prometheus_up(NULL);
@@ -212,24 +206,24 @@ int cmd_stats(int argc, char **argv)
 		}
 		sp_ctl_close(ctl);
 		print_prometheus_up(&info);
-		print_prometheus(&c, &pc, &cfg);
+		print_prometheus(&c, &cfg);
 		return 0;
 	}
 	if (open_ctl(&ctl))
 		return 1;
-	if (sp_ctl_stats(ctl, &c) < 0 || sp_ctl_config_get(ctl, &cfg) < 0 ||
-	    sp_ctl_peer_stats(ctl, &pc) < 0) {
+	/* one stats-get request: every counter */
+	if (sp_ctl_stats(ctl, &c) < 0) {
 		sp_ctl_close(ctl);
 		return fail();
 	}
+	sp_ctl_close(ctl);
 	/* the names are the netlink attributes' and the Prometheus metrics' */
 	pr_obj_open(NULL);
 	print_counters(&c, true);
-	pr_u64("peer_maps", "peer maps", pc.maps);
-	pr_u64("peer_registrations", "peer registrations", pc.registrations);
-	pr_u64("imports", "imports", pc.imports);
-	print_peer_pins(ctl);
-	sp_ctl_close(ctl);
+	pr_u64("peer_maps", "peer maps", c.peer_maps);
+	pr_u64("peer_registrations", "peer registrations", c.peer_registrations);
+	pr_u64("imports", "imports", c.imports);
+	print_peer_pins(&c);
 	pr_obj_close();
 	pr_done();
 	return 0;

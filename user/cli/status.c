@@ -177,10 +177,9 @@ int cmd_status(int argc, char **argv)
 {
 	bool all = has_cap(CAP_SYS_ADMIN);
 	const char *scope = all ? "(all users)" : "(yours)";
-	struct sp_peer_counters pc;
-	struct sp_counters c;
-	struct sp_config cfg;
-	struct sp_info info;
+	struct sp_counters c = { .size = sizeof(c) };
+	struct sp_config cfg = { .size = sizeof(cfg) };
+	struct sp_info info = { .size = sizeof(info) };
 	struct sp_ctl *ctl = NULL;
 	struct rlimit rl;
 	char text[64];
@@ -214,11 +213,7 @@ int cmd_status(int argc, char **argv)
 	print_features(info.features);
 	print_page_sizes(info.page_sizes);
 	pr_obj_close();
-	{
-		struct sp_peer_counters ipc;
-
-		print_in_use(ctl, &c, sp_ctl_peer_stats(ctl, &ipc) ? 0 : ipc.registrations);
-	}
+	print_in_use(ctl, &c, c.peer_registrations);
 
 	pr_obj_open("peerdirect");
 	pr_bool("available", "available", info.features & SP_FEAT_PEERDIRECT);
@@ -236,13 +231,11 @@ int cmd_status(int argc, char **argv)
 	} else {
 		pr_str("reason", "reason", info.peerdirect_reason);
 	}
-	if (sp_ctl_peer_stats(ctl, &pc) == 0) {
-		pr_u64("imports", "imports", pc.imports);
-		pr_u64("peer_registrations", "registrations", pc.registrations);
-		pr_u64("peer_claims", "claims", pc.claims);
-		pr_u64("peer_invalidations", "invalidations", pc.invalidations);
-	}
-	print_peer_pins(ctl);
+	pr_u64("imports", "imports", c.imports);
+	pr_u64("peer_registrations", "registrations", c.peer_registrations);
+	pr_u64("peer_claims", "claims", c.peer_claims);
+	pr_u64("peer_invalidations", "invalidations", c.peer_invalidations);
+	print_peer_pins(&c);
 	pr_obj_close();
 
 	pr_obj_open_label("memory", "memory (node-wide)");
@@ -268,7 +261,7 @@ int cmd_status(int argc, char **argv)
 
 	pr_obj_open("limits");
 	print_config(&cfg);
-	print_peer_limit(ctl);
+	print_peer_limit(&cfg);
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
 		if (rl.rlim_cur == RLIM_INFINITY)
 			pr_null("memlock", "RLIMIT_MEMLOCK (yours)", "unlimited");

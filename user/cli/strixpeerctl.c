@@ -73,7 +73,7 @@ static int cmd_help(int argc, char **argv)
 	}
 	printf("usage: strixpeerctl [OPTIONS] OBJECT [COMMAND] [ARGS]\n"
 	       "       strixpeerctl OBJECT help\n\n"
-	       "  -j, --cli_json       JSON output (every object; not with stats -f prometheus)\n"
+	       "  -j, --json           JSON output (every object; not with stats -f prometheus)\n"
 	       "  -p, --pretty     indented JSON (implies -j)\n"
 	       "  -t, --timestamp  monitor: the time of each event\n"
 	       "  -V, --version    print the library version\n"

@@ -24,6 +24,13 @@
 #define SOL_NETLINK 270
 #endif
 
+/* The first sizes of the extensible structs are fixed (ABI). */
+_Static_assert(sizeof(struct sp_info) >= SP_INFO_SIZE_VER0, "sp_info shrank");
+_Static_assert(sizeof(struct sp_buf_entry) >= SP_BUF_ENTRY_SIZE_VER0, "sp_buf_entry shrank");
+_Static_assert(sizeof(struct sp_counters) >= SP_COUNTERS_SIZE_VER0, "sp_counters shrank");
+_Static_assert(sizeof(struct sp_config) >= SP_CONFIG_SIZE_VER0, "sp_config shrank");
+_Static_assert(sizeof(struct sp_event) >= SP_EVENT_SIZE_VER0, "sp_event shrank");
+
 struct sp_ctl {
 	struct nl_sock *sk;
 	int family;
@@ -248,6 +255,25 @@ static void get_str(struct nlattr *a, char *out, size_t len)
 		snprintf(out, len, "%s", nla_get_string(a));
 }
 
+/*
+ * The bytes of a caller's extensible struct the library fills: its size,
+ * taken as @ver0 when below (0: a zeroed struct), at most @mine.
+ */
+static size_t sp_out_size(uint32_t size, size_t ver0, size_t mine)
+{
+	if (size < ver0)
+		size = (uint32_t)ver0;
+	return size < mine ? size : mine;
+}
+
+/* Copies the first sp_out_size() bytes of @full to @out; sets @out's size. */
+#define SP_COPY_OUT(out, full, ver0) do {					\
+	size_t n_ = sp_out_size((out)->size, (ver0), sizeof(*(full)));		\
+										\
+	memcpy((out), (full), n_);						\
+	(out)->size = (uint32_t)n_;						\
+} while (0)
+
 static int parse_info(struct nlattr **tb, void *arg)
 {
 	struct sp_info *info = arg;
@@ -289,21 +315,26 @@ static int sp_on_info(struct nl_msg *msg, void *arg)
 
 int sp_ctl_info(struct sp_ctl *ctl, struct sp_info *info)
 {
-	struct sp_req r = { .parse = parse_info, .maxattr = STRIXPEER_A_INFO_MAX, .arg = info };
+	struct sp_info full = { .size = sizeof(full) };
+	struct sp_req r = { .parse = parse_info, .maxattr = STRIXPEER_A_INFO_MAX, .arg = &full };
 	struct nl_msg *msg = sp_msg(ctl, STRIXPEER_CMD_INFO, 0);
+	int ret;
 
 	if (!msg)
 		return sp_fail(ENOMEM, "out of memory");
-	memset(info, 0, sizeof(*info));
-	return sp_transact(ctl, msg, &r, "info", sp_on_info);
+	ret = sp_transact(ctl, msg, &r, "info", sp_on_info);
+	if (ret == 0)
+		SP_COPY_OUT(info, &full, SP_INFO_SIZE_VER0);
+	return ret;
 }
 
 static void parse_buf_attrs(struct nlattr **tb, struct sp_buf_entry *e)
 {
 	memset(e, 0, sizeof(*e));
+	e->size = sizeof(*e);
 	e->id = get_u32(tb[STRIXPEER_A_BUF_ID]);
 	e->pid = get_u32(tb[STRIXPEER_A_BUF_PID]);
-	e->size = get_u64(tb[STRIXPEER_A_BUF_SIZE]);
+	e->bytes = get_u64(tb[STRIXPEER_A_BUF_SIZE]);
 	e->node = get_u32(tb[STRIXPEER_A_BUF_NODE]);
 	e->page_size = get_u64(tb[STRIXPEER_A_BUF_PAGE_SIZE]);
 	e->chunks = get_u32(tb[STRIXPEER_A_BUF_CHUNKS]);
@@ -389,7 +420,8 @@ static int copy_buf(const struct sp_buf_entry *e, void *arg)
 	return 0;
 }
 
-int sp_ctl_buf_get(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e)
+/* sp_ctl_buf_get() into the library's own struct sp_buf_entry. */
+static int sp_ctl_buf_get_full(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e)
 {
 	struct sp_buf_walk w = { .cb = copy_buf, .arg = e };
 	struct sp_req r = { .parse = parse_buf, .maxattr = STRIXPEER_A_BUF_MAX, .arg = &w };
@@ -404,110 +436,89 @@ int sp_ctl_buf_get(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e)
 	return sp_transact(ctl, msg, &r, "buffer", sp_on_buf);
 }
 
+int sp_ctl_buf_get(struct sp_ctl *ctl, uint32_t id, struct sp_buf_entry *e)
+{
+	struct sp_buf_entry full = { .size = sizeof(full) };
+	int ret = sp_ctl_buf_get_full(ctl, id, &full);
+
+	if (ret == 0)
+		SP_COPY_OUT(e, &full, SP_BUF_ENTRY_SIZE_VER0);
+	return ret;
+}
+
+/*
+ * struct sp_counters from the stats-get reply: one line per attribute of the
+ * netlink spec's stats set, mirroring kmod/stats.c's sp_stat_table (plus the
+ * per-uid attribute netlink.c adds); tests/host/spec-check.py checks both.
+ */
+#define SP_CTR(attr, field) { STRIXPEER_A_STATS_##attr, offsetof(struct sp_counters, field) }
+static const struct {
+	int attr;
+	size_t off;
+} sp_counter_table[] = {
+	SP_CTR(BUFFERS, buffers),
+	SP_CTR(PINNED_BYTES, pinned_bytes),
+	SP_CTR(PEAK_PINNED_BYTES, peak_pinned_bytes),
+	SP_CTR(ALLOCS, allocs),
+	SP_CTR(FREES, frees),
+	SP_CTR(FAIL_NOMEM, fail_nomem),
+	SP_CTR(FAIL_MEMLOCK, fail_memlock),
+	SP_CTR(FAIL_MAX_BUF_SIZE, fail_max_buf_size),
+	SP_CTR(FAIL_MAX_PINNED, fail_max_pinned),
+	SP_CTR(MMAPS, mmaps),
+	SP_CTR(PEER_ACQUIRES, peer_acquires),
+	SP_CTR(PEER_CLAIMS, peer_claims),
+	SP_CTR(PEER_INVALIDATIONS, peer_invalidations),
+	SP_CTR(DMABUF_EXPORTS, dmabuf_exports),
+	SP_CTR(DMABUF_ATTACHMENTS, dmabuf_attachments),
+	SP_CTR(PEER_MAPS, peer_maps),
+	SP_CTR(IMPORTS, imports),
+	SP_CTR(PEER_REGISTRATIONS, peer_registrations),
+	SP_CTR(PEER_PINNED_BYTES, peer_pinned_bytes),
+	SP_CTR(PEER_FAIL_LIMIT, peer_fail_limit),
+	SP_CTR(PEER_PINNED_BYTES_USER, peer_pinned_bytes_user),
+};
+#undef SP_CTR
+
 static int parse_stats(struct nlattr **tb, void *arg)
 {
-	struct sp_counters *c = arg;
+	size_t i;
 
-	c->buffers = get_u64(tb[STRIXPEER_A_STATS_BUFFERS]);
-	c->pinned_bytes = get_u64(tb[STRIXPEER_A_STATS_PINNED_BYTES]);
-	c->peak_pinned_bytes = get_u64(tb[STRIXPEER_A_STATS_PEAK_PINNED_BYTES]);
-	c->allocs = get_u64(tb[STRIXPEER_A_STATS_ALLOCS]);
-	c->frees = get_u64(tb[STRIXPEER_A_STATS_FREES]);
-	c->mmaps = get_u64(tb[STRIXPEER_A_STATS_MMAPS]);
-	c->fail_nomem = get_u64(tb[STRIXPEER_A_STATS_FAIL_NOMEM]);
-	c->fail_memlock = get_u64(tb[STRIXPEER_A_STATS_FAIL_MEMLOCK]);
-	c->fail_max_buf_size = get_u64(tb[STRIXPEER_A_STATS_FAIL_MAX_BUF_SIZE]);
-	c->fail_max_pinned = get_u64(tb[STRIXPEER_A_STATS_FAIL_MAX_PINNED]);
-	c->peer_acquires = get_u64(tb[STRIXPEER_A_STATS_PEER_ACQUIRES]);
-	c->peer_claims = get_u64(tb[STRIXPEER_A_STATS_PEER_CLAIMS]);
-	c->peer_invalidations = get_u64(tb[STRIXPEER_A_STATS_PEER_INVALIDATIONS]);
-	c->dmabuf_exports = get_u64(tb[STRIXPEER_A_STATS_DMABUF_EXPORTS]);
-	c->dmabuf_attachments = get_u64(tb[STRIXPEER_A_STATS_DMABUF_ATTACHMENTS]);
+	for (i = 0; i < sizeof(sp_counter_table) / sizeof(sp_counter_table[0]); i++) {
+		struct nlattr *a = tb[sp_counter_table[i].attr];
+
+		if (a && nla_len(a) == sizeof(uint64_t))
+			*(uint64_t *)((char *)arg + sp_counter_table[i].off) = nla_get_u64(a);
+	}
 	return 0;
 }
 
 int sp_ctl_stats(struct sp_ctl *ctl, struct sp_counters *c)
 {
-	struct sp_req r = { .parse = parse_stats, .maxattr = STRIXPEER_A_STATS_MAX, .arg = c };
+	struct sp_counters full = { .size = sizeof(full) };
+	struct sp_req r = { .parse = parse_stats, .maxattr = STRIXPEER_A_STATS_MAX, .arg = &full };
 	struct nl_msg *msg = sp_msg(ctl, STRIXPEER_CMD_STATS_GET, 0);
-
-	if (!msg)
-		return sp_fail(ENOMEM, "out of memory");
-	memset(c, 0, sizeof(*c));
-	return sp_transact(ctl, msg, &r, "stats", NULL);
-}
-
-static int parse_peer_stats(struct nlattr **tb, void *arg)
-{
-	struct sp_peer_counters *c = arg;
-
-	c->acquires = get_u64(tb[STRIXPEER_A_STATS_PEER_ACQUIRES]);
-	c->claims = get_u64(tb[STRIXPEER_A_STATS_PEER_CLAIMS]);
-	c->maps = get_u64(tb[STRIXPEER_A_STATS_PEER_MAPS]);
-	c->invalidations = get_u64(tb[STRIXPEER_A_STATS_PEER_INVALIDATIONS]);
-	c->registrations = get_u64(tb[STRIXPEER_A_STATS_PEER_REGISTRATIONS]);
-	c->imports = get_u64(tb[STRIXPEER_A_STATS_IMPORTS]);
-	return 0;
-}
-
-int sp_ctl_peer_stats(struct sp_ctl *ctl, struct sp_peer_counters *c)
-{
-	struct sp_req r = { .parse = parse_peer_stats, .maxattr = STRIXPEER_A_STATS_MAX, .arg = c };
-	struct nl_msg *msg = sp_msg(ctl, STRIXPEER_CMD_STATS_GET, 0);
-
-	if (!msg)
-		return sp_fail(ENOMEM, "out of memory");
-	memset(c, 0, sizeof(*c));
-	return sp_transact(ctl, msg, &r, "stats", NULL);
-}
-
-static int parse_peer_pins(struct nlattr **tb, void *arg)
-{
-	struct sp_peer_pins *p = arg;
-
-	p->pinned_bytes = get_u64(tb[STRIXPEER_A_STATS_PEER_PINNED_BYTES]);
-	p->user_pinned_bytes = get_u64(tb[STRIXPEER_A_STATS_PEER_PINNED_BYTES_USER]);
-	p->fail_limit = get_u64(tb[STRIXPEER_A_STATS_PEER_FAIL_LIMIT]);
-	return 0;
-}
-
-static int parse_peer_pins_config(struct nlattr **tb, void *arg)
-{
-	struct sp_peer_pins *p = arg;
-
-	p->max_per_user = get_u64(tb[STRIXPEER_A_CONFIG_MAX_PEER_PINNED_PER_USER]);
-	return 0;
-}
-
-int sp_ctl_peer_pins(struct sp_ctl *ctl, struct sp_peer_pins *p)
-{
-	struct sp_req r = { .parse = parse_peer_pins, .maxattr = STRIXPEER_A_STATS_MAX, .arg = p };
-	struct sp_req rc = { .parse = parse_peer_pins_config, .maxattr = STRIXPEER_A_CONFIG_MAX,
-			     .arg = p };
-	struct nl_msg *msg;
 	int ret;
 
-	memset(p, 0, sizeof(*p));
-	msg = sp_msg(ctl, STRIXPEER_CMD_STATS_GET, 0);
 	if (!msg)
 		return sp_fail(ENOMEM, "out of memory");
 	ret = sp_transact(ctl, msg, &r, "stats", NULL);
-	if (ret)
-		return ret;
-	msg = sp_msg(ctl, STRIXPEER_CMD_CONFIG_GET, 0);
-	if (!msg)
-		return sp_fail(ENOMEM, "out of memory");
-	return sp_transact(ctl, msg, &rc, "config", NULL);
+	if (ret == 0)
+		SP_COPY_OUT(c, &full, SP_COUNTERS_SIZE_VER0);
+	return ret;
 }
 
 static void parse_config_attrs(struct nlattr **tb, struct sp_config *cfg)
 {
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->size = sizeof(*cfg);
 	cfg->max_buf_size = get_u64(tb[STRIXPEER_A_CONFIG_MAX_BUF_SIZE]);
 	cfg->max_pinned_bytes = get_u64(tb[STRIXPEER_A_CONFIG_MAX_PINNED_BYTES]);
 	cfg->default_node = tb[STRIXPEER_A_CONFIG_DEFAULT_NODE] ?
 		(int)nla_get_s32(tb[STRIXPEER_A_CONFIG_DEFAULT_NODE]) : -1;
 	cfg->require_huge = tb[STRIXPEER_A_CONFIG_REQUIRE_HUGE] ?
 		nla_get_u8(tb[STRIXPEER_A_CONFIG_REQUIRE_HUGE]) : 0;
+	cfg->max_peer_pinned_per_user = get_u64(tb[STRIXPEER_A_CONFIG_MAX_PEER_PINNED_PER_USER]);
 }
 
 static int parse_config(struct nlattr **tb, void *arg)
@@ -518,12 +529,17 @@ static int parse_config(struct nlattr **tb, void *arg)
 
 int sp_ctl_config_get(struct sp_ctl *ctl, struct sp_config *cfg)
 {
-	struct sp_req r = { .parse = parse_config, .maxattr = STRIXPEER_A_CONFIG_MAX, .arg = cfg };
+	struct sp_config full = { .size = sizeof(full) };
+	struct sp_req r = { .parse = parse_config, .maxattr = STRIXPEER_A_CONFIG_MAX, .arg = &full };
 	struct nl_msg *msg = sp_msg(ctl, STRIXPEER_CMD_CONFIG_GET, 0);
+	int ret;
 
 	if (!msg)
 		return sp_fail(ENOMEM, "out of memory");
-	return sp_transact(ctl, msg, &r, "config", NULL);
+	ret = sp_transact(ctl, msg, &r, "config", NULL);
+	if (ret == 0)
+		SP_COPY_OUT(cfg, &full, SP_CONFIG_SIZE_VER0);
+	return ret;
 }
 
 int sp_ctl_config_set(struct sp_ctl *ctl, const struct sp_config *cfg, unsigned int mask)
@@ -565,11 +581,14 @@ static int sp_on_event(struct nl_msg *msg, void *arg)
 	struct sp_monitor *m = arg;
 	struct genlmsghdr *gh = nlmsg_data(nlmsg_hdr(msg));
 	struct nlattr *tb[STRIXPEER_A_EVENT_MAX + 1];
+	struct sp_buf_entry buf;
+	struct sp_config cfg;
 	struct sp_event ev;
 
 	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, STRIXPEER_A_EVENT_MAX, NULL) < 0)
 		return NL_SKIP;
 	memset(&ev, 0, sizeof(ev));
+	ev.size = sizeof(ev);
 	switch (gh->cmd) {
 	case STRIXPEER_CMD_BUF_CREATED_NTF:
 	case STRIXPEER_CMD_BUF_FREED_NTF: {
@@ -580,13 +599,14 @@ static int sp_on_event(struct nl_msg *msg, void *arg)
 		if (!tb[STRIXPEER_A_EVENT_BUF] ||
 		    nla_parse_nested(bt, STRIXPEER_A_BUF_MAX, tb[STRIXPEER_A_EVENT_BUF], NULL) < 0)
 			return NL_SKIP;
-		parse_buf_attrs(bt, &ev.buf);
+		parse_buf_attrs(bt, &buf);
+		ev.buf = &buf;
 		break;
 	}
 	case STRIXPEER_CMD_LIMIT_NTF:
 		ev.type = SP_EVENT_LIMIT;
 		ev.limit = (enum sp_limit)get_u32(tb[STRIXPEER_A_EVENT_LIMIT]);
-		ev.size = get_u64(tb[STRIXPEER_A_EVENT_SIZE]);
+		ev.bytes = get_u64(tb[STRIXPEER_A_EVENT_SIZE]);
 		break;
 	case STRIXPEER_CMD_CONFIG_NTF: {
 		struct nlattr *ct[STRIXPEER_A_CONFIG_MAX + 1];
@@ -595,7 +615,8 @@ static int sp_on_event(struct nl_msg *msg, void *arg)
 		if (!tb[STRIXPEER_A_EVENT_CONFIG] ||
 		    nla_parse_nested(ct, STRIXPEER_A_CONFIG_MAX, tb[STRIXPEER_A_EVENT_CONFIG], NULL) < 0)
 			return NL_SKIP;
-		parse_config_attrs(ct, &ev.config);
+		parse_config_attrs(ct, &cfg);
+		ev.config = &cfg;
 		break;
 	}
 	case STRIXPEER_CMD_PEER_NTF:
@@ -606,7 +627,7 @@ static int sp_on_event(struct nl_msg *msg, void *arg)
 		ev.peer = (enum sp_peer_event)get_u32(tb[STRIXPEER_A_EVENT_PEER]);
 		ev.import_id = get_u32(tb[STRIXPEER_A_EVENT_IMPORT]);
 		ev.reason = (enum sp_inval_reason)get_u32(tb[STRIXPEER_A_EVENT_REASON]);
-		ev.size = get_u64(tb[STRIXPEER_A_EVENT_SIZE]);
+		ev.bytes = get_u64(tb[STRIXPEER_A_EVENT_SIZE]);
 		break;
 	case STRIXPEER_CMD_EXPORT_NTF: {
 		struct nlattr *bt[STRIXPEER_A_BUF_MAX + 1];
@@ -619,7 +640,8 @@ static int sp_on_event(struct nl_msg *msg, void *arg)
 		if (!tb[STRIXPEER_A_EVENT_BUF] ||
 		    nla_parse_nested(bt, STRIXPEER_A_BUF_MAX, tb[STRIXPEER_A_EVENT_BUF], NULL) < 0)
 			return NL_SKIP;
-		parse_buf_attrs(bt, &ev.buf);
+		parse_buf_attrs(bt, &buf);
+		ev.buf = &buf;
 		if (tb[STRIXPEER_A_EVENT_DEVICE])
 			snprintf(ev.device, sizeof(ev.device), "%s",
 				 nla_get_string(tb[STRIXPEER_A_EVENT_DEVICE]));

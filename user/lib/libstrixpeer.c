@@ -19,9 +19,21 @@
 #include "uapi/strixpeer.h"
 #include "internal.h"
 
-_Static_assert(SP_FEAT_BUFFERS == STRIXPEER_FEAT_BUFFERS, "feature bits");
-_Static_assert(SP_FEAT_NUMA == STRIXPEER_FEAT_NUMA, "feature bits");
-_Static_assert(SP_FEAT_GEM_DMABUF == STRIXPEER_FEAT_GEM_DMABUF, "feature bits");
+/*
+ * The feature bits have three spellings: SP_FEAT_* (this library's API), the
+ * ioctl ABI's STRIXPEER_FEAT_* and the netlink spec's STRIXPEER_FEATURE_*
+ * (generated); the version ioctl and the info reply carry the same word.
+ */
+#define SP_FEAT_SAME(n) \
+	_Static_assert(SP_FEAT_##n == STRIXPEER_FEAT_##n && \
+		       SP_FEAT_##n == (uint64_t)STRIXPEER_FEATURE_##n, "feature bit " #n)
+SP_FEAT_SAME(BUFFERS);
+SP_FEAT_SAME(NUMA);
+SP_FEAT_SAME(PEERDIRECT);
+SP_FEAT_SAME(DMABUF_EXPORT);
+SP_FEAT_SAME(DMABUF_IMPORT);
+SP_FEAT_SAME(GEM_DMABUF);
+#undef SP_FEAT_SAME
 _Static_assert(SP_ALLOC_HUGE_ONLY == STRIXPEER_ALLOC_HUGE_ONLY, "alloc flags");
 _Static_assert(SP_ALLOC_ALLOW_SMALL == STRIXPEER_ALLOC_ALLOW_SMALL, "alloc flags");
 _Static_assert((SP_ALLOC_UNMAPPED & STRIXPEER_ALLOC_FLAGS) == 0, "alloc flags");

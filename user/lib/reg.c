@@ -217,7 +217,7 @@ static int sp_import_regs(const struct sp_import *imp)
 
 static void sp_peer_unavailable(const struct sp_dev *dev, struct sp_why *why)
 {
-	struct sp_info info;
+	struct sp_info info = { .size = sizeof(info) };
 	struct sp_ctl *ctl;
 
 	if (dev->ver.features & SP_FEAT_PEERDIRECT) {
