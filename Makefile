@@ -260,7 +260,7 @@ DOCTOR_TEST := $(B)/tests/doctor-test
 user: $(DOCTOR_TEST)
 $(DOCTOR_TEST): tests/doctor/doctor-test.c $(DOCTOR_SRC) user/cli/doctor/doctor.h \
 		user/cli/print.c user/cli/holders.c user/cli/holders.h user/cli/util.c \
-		user/cli/util.h $(LIB_HDR) $(LIB_SRC) $(RDMA_HDR) $(RDMA_SRC) tests/lib/tap.h | $(B)/tests
+		user/cli/util.h $(LIB_HDR) $(LIB_SRC) $(RDMA_HDR) $(RDMA_SRC) tests/lib/tap.h $(wildcard tests/doctor/*.h) | $(B)/tests
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
 		-Itests/lib -Iuser -Iuser/cli/doctor -o $@ $< $(DOCTOR_SRC) user/cli/print.c user/cli/holders.c \

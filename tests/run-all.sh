@@ -255,6 +255,9 @@ record_tap "host/bench-plot" "$out/bench-plot.tap"
 # commands; lintian on the source and binary packages.
 tests/host/cli-host.sh > "$out/cli-host.tap" 2>&1
 record_tap "host/cli-host" "$out/cli-host.tap"
+# a program built against the 1.0 header runs against today's library
+tests/host/abi-compat.sh > "$out/abi-compat.tap" 2>&1
+record_tap "host/abi-compat" "$out/abi-compat.tap"
 tests/host/install-check.sh > "$out/install-check.tap" 2>&1
 record_tap "host/install-check" "$out/install-check.tap"
 tests/host/lintian-check.sh > "$out/lintian-check.tap" 2>&1
