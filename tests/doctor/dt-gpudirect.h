@@ -4,6 +4,7 @@
  * from, the route per NIC, strixpeer's client, UCX's and RCCL's decisions.
  * Included once, by doctor-test.c, after dt.h.
  */
+#include <zlib.h>
 #ifndef SP_DOCTOR_TEST_DT_GPUDIRECT_H
 #define SP_DOCTOR_TEST_DT_GPUDIRECT_H
 
@@ -139,16 +140,22 @@ static void rccl_config_gz(void)
 	dr_ctx_free(c);
 }
 
-/* A private copy of @fixture whose dpkg status says libucx0 @version. */
+/* A private copy of @fixture whose libucx0 Debian changelog says @version. */
 static struct dr_ctx *run_with_ucx(const char *fixture, const char *version, char *root, size_t len)
 {
-	char dir[PATH_MAX + 16], text[128];
+	char path[PATH_MAX + 64];
+	gzFile z;
+	static const char *const dirs[] = { "usr", "usr/share", "usr/share/doc", "usr/share/doc/libucx0" };
 
 	copy_fixture(fixture, root, len);
-	dr_fmt(dir, sizeof(dir), "%s/var/lib/dpkg", root);
-	CHECK(mkdir(dir, 0755) == 0 || errno == EEXIST, "%s: %s", dir, strerror(errno));
-	dr_fmt(text, sizeof(text), "Package: libucx0\nStatus: install ok installed\nVersion: %s", version);
-	write_file(root, "var/lib/dpkg/status", text);
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		dr_fmt(path, sizeof(path), "%s/%s", root, dirs[i]);
+		CHECK(mkdir(path, 0755) == 0 || errno == EEXIST, "%s: %s", path, strerror(errno));
+	}
+	dr_fmt(path, sizeof(path), "%s/usr/share/doc/libucx0/changelog.Debian.gz", root);
+	z = gzopen(path, "wb");
+	CHECK(z && gzprintf(z, "ucx (%s) unstable; urgency=medium\n", version) > 0 &&
+	      gzclose(z) == Z_OK, "%s", path);
 	return run(root);
 }
 

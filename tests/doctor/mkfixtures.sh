@@ -401,8 +401,8 @@ cx7() {	# cx7 ROOT
 ub=7.0.0-15-generic
 f=$out/ubuntu-hwe-cx7;	base "$f" "$ub"; cx7 "$f"; no_core "$f"; osrel "$f" ubuntu 24.04 debian
 w "$f/boot/config-$ub" "CONFIG_DMA_SHARED_BUFFER=y" "CONFIG_PCI_P2PDMA=y"
-w "$f/var/lib/dpkg/status" "Package: libucx0" "Status: install ok installed" \
-	"Version: 1.16.0+ds-5ubuntu1" "" "Package: rdma-core" "Version: 50.0-2build2"
+mkdir -p "$f/usr/share/doc/libucx0"
+printf 'ucx (1.16.0+ds-5ubuntu1) noble; urgency=medium\n' | gzip -n > "$f/usr/share/doc/libucx0/changelog.Debian.gz"
 # the same node with DOCA-OFED: the core in OFED's ib_uverbs, no sysfs
 f=$out/ubuntu-hwe-cx7-doca; base "$f" "$ub"; cp -a "$out/ubuntu-hwe-cx7/." "$f/"; no_core "$f"
 w "$f/proc/sys/kernel/hostname" "ubuntu-hwe-cx7-doca"

@@ -20,11 +20,15 @@
  *    heuristic (uct_rocm_base_is_dmabuf_supported) alone, so a failing
  *    hsa_amd_portable_export_dmabuf() at run time would be a registration
  *    error, not a fallback.
- * UCX's version comes from the distribution's package database where it is
- * text (dpkg's status: libucx0), or from ucx.pc.
+ * UCX's version comes from the first line of libucx0's Debian changelog
+ * (/usr/share/doc/libucx0/changelog.Debian.gz: "ucx (1.16.0+ds-5) ...", read
+ * with zlib; the package database itself is dpkg's to read), or from ucx.pc.
  */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include "doctor.h"
 
@@ -37,21 +41,23 @@ static int ucx_version(const struct dr_ctx *c, char *text, size_t len)
 	};
 	char line[512];
 	unsigned int a = 0, b = 0;
-	bool in = false;
 	FILE *f;
 
 	text[0] = 0;
-	f = dr_fopen(c, "/var/lib/dpkg/status");
+	f = dr_fopen(c, "/usr/share/doc/libucx0/changelog.Debian.gz");	/* a regular file */
 	if (f) {
-		while (fgets(line, sizeof(line), f)) {
-			if (!strncmp(line, "Package: ", 9))
-				in = !strcmp(line + 9, "libucx0\n");
-			else if (in && sscanf(line, "Version: %u.%u", &a, &b) == 2) {
-				dr_fmt(text, len, "%u.%u (dpkg: libucx0)", a, b);
-				break;
-			}
-		}
+		int fd = fcntl(fileno(f), F_DUPFD_CLOEXEC, 0);
+		gzFile z;
+
 		fclose(f);
+		z = fd < 0 ? NULL : gzdopen(fd, "rb");
+		if (!z && fd >= 0)
+			close(fd);
+		if (z && gzgets(z, line, sizeof(line)) && !gzdirect(z) &&
+		    sscanf(line, "ucx (%u.%u", &a, &b) == 2)
+			dr_fmt(text, len, "%u.%u (libucx0's Debian changelog)", a, b);
+		if (z)
+			gzclose(z);
 	}
 	for (size_t i = 0; !text[0] && i < sizeof(pcs) / sizeof(pcs[0]); i++) {
 		f = dr_fopen(c, "%s", pcs[i]);
