@@ -80,18 +80,6 @@ result "$([ "$found" -eq 4 ]; echo $?)" "matcher_finds_known_claims" \
 found=$(claims "$tmp/good")
 result "$([ -z "$found" ]; echo $?)" "matcher_leaves_correct_sentences_alone" "$found"
 
-# Claims in files other helpers own, still to be corrected by them: each
-# is "FILE:LINE-TEXT-PREFIX"; it is skipped (with its reason) while its
-# text is unchanged, and checked like any other line once it changes.
-pending=(
-	"user/lib/reg.c:a peer-memory core (MLNX/DOCA-OFED, Ubuntu's kernels) with strixpeer's client"
-	"Kbuild:the kernel's own (Ubuntu kernels have the API in ib_core)"
-	"tests/kmod/peer_mem_abi.h:ib_core and in Ubuntu kernels. This is sp_peersim's own"
-	"tests/kmod/peersim_core.c:Ubuntu kernels. This module plays both halves a peer-memory client deals"
-	"debian/strixpeer-dkms.strixpeer.modprobe:DOCA-OFED, Ubuntu); N leaves it unregistered"
-	"examples/gpu_import.c:or a peer-memory core (MLNX_OFED/DOCA-OFED, Ubuntu"
-)
-
 if [ $# -gt 0 ]; then
 	files=("$@")
 else
@@ -107,19 +95,8 @@ for f in "${files[@]}"; do
 	while IFS= read -r hit; do
 		[ -n "$hit" ] || continue
 		num=${hit%%:*}
-		text=$(sed -n "${num}p;$((num + 1))p" "$f" | tr '\n' ' ')
-		owned=
-		for p in "${pending[@]}"; do
-			[ "${p%%:*}" = "$f" ] || continue
-			case $text in *"${p#*:}"*) owned=1 ;; esac
-		done
-		if [ -n "$owned" ]; then
-			skip "no_core_claim_${f//[^A-Za-z0-9]/_}_$num" \
-				"owned by another change, still to be corrected: $f:$num: $text"
-		else
-			result 1 "no_core_claim_${f//[^A-Za-z0-9]/_}_$num" \
-				"$f:$hit (name which Ubuntu kernels: linux-nvidia has a core, generic ones since 6.8 none)"
-		fi
+		result 1 "no_core_claim_${f//[^A-Za-z0-9]/_}_$num" \
+			"$f:$hit (name which Ubuntu kernels: linux-nvidia has a core, generic ones since 6.8 none)"
 	done < <(claims "$f")
 done
 result "$([ "$checked" -gt 0 ]; echo $?)" "files_read" "no file read"

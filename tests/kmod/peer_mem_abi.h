@@ -3,11 +3,12 @@
  * The PeerDirect (peer-memory) ABI as the core side sees it.
  *
  * The API is not in mainline Linux: it lives in MLNX_OFED / DOCA-OFED's
- * ib_core and in Ubuntu kernels. This is sp_peersim's own declaration of
- * it; the layout, the callback signatures and the two exported functions
- * match what clients of those cores are built against, so that a client
- * module linked against sp_peersim's Module.symvers sees the same ABI as
- * on a real core.
+ * ib_core and in Ubuntu's linux-nvidia kernels (its generic kernels have
+ * none since 6.8). This is sp_peersim's own declaration of it; the layout,
+ * the callback signatures and the two exported functions match what
+ * clients of those cores are built against, so that a client module
+ * linked against sp_peersim's Module.symvers sees the same ABI as on a
+ * real core.
  */
 #ifndef SP_PEER_MEM_ABI_H
 #define SP_PEER_MEM_ABI_H

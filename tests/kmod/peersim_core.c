@@ -13,8 +13,9 @@
  *
  * The peer-memory API (ib_register_peer_memory_client() and friends) is not
  * in mainline Linux; it lives in MLNX_OFED / DOCA-OFED's ib_core and in
- * Ubuntu kernels. This module plays both halves a peer-memory client deals
- * with on such a system, on kernels that have neither:
+ * Ubuntu's linux-nvidia kernels (not its generic ones since 6.8). This
+ * module plays both halves a peer-memory client deals with on such a
+ * system, on kernels that have neither:
  *
  *  - the core: it exports the two registration functions with the real
  *    ABI (peer_mem_abi.h), keeps the clients in registration order,

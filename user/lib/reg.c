@@ -533,7 +533,7 @@ int sp_reg_mr(struct sp_dev *dev, struct ibv_pd *pd, void *addr,
 			       length, addr, why.plain[0] ? why.plain : "not tried",
 			       why.dmabuf[0] ? why.dmabuf : "not tried",
 			       why.peer[0] ? why.peer : "not tried",
-			       g.ino ? ". GPU memory registers through a NIC whose driver takes dma-buf MRs (mlx5, irdma, bnxt_re, efa), or a peer-memory core (MLNX/DOCA-OFED, Ubuntu's kernels) with strixpeer's client; on other NICs compute in a strixpeer buffer imported into the GPU (docs/gpu-memory.md)" : "");
+			       g.ino ? ". GPU memory registers through a NIC whose driver takes dma-buf MRs (mlx5, irdma, bnxt_re, efa), or a peer-memory core (MLNX/DOCA-OFED, Ubuntu's linux-nvidia kernels) with strixpeer's client; on other NICs compute in a strixpeer buffer imported into the GPU (docs/gpu-memory.md)" : "");
 	}
 	m = calloc(1, sizeof(*m));
 	if (!m) {
