@@ -19,8 +19,8 @@
  *  - -g: the GPU allocates (a dumb buffer mapped through the GPU's device
  *    node: a PFN mapping, as TTM maps VRAM/GTT). That needs a NIC with
  *    dma-buf MRs (mlx5) or a peer-memory core (MLNX_OFED/DOCA-OFED,
- *    Ubuntu's linux-nvidia kernels) for strixpeer's client; Soft-RoCE on a stock kernel has
- *    neither, and sp_reg_mr() says so (exit status 2). With HIP: hipMalloc()
+ *    Ubuntu's linux-nvidia kernels) for strixpeer's client; Soft-RoCE on
+ *    a stock kernel has neither, and sp_reg_mr() says so (exit status 2). With HIP: hipMalloc()
  *    and hsa_amd_portable_export_dmabuf(). On a cluster (README):
  *   cc -O2 gpu_import.c $(pkg-config --cflags --libs strixpeer librdmacm libibverbs) \
  *       -o gpu_import
