@@ -155,16 +155,57 @@ part_done mpi
 # repeats its 16 MiB allreduce until killed; the kill comes once its
 # ping-pong is done, 2 MiB of allreduce traffic crossed veth0 and veth0's
 # counter is still moving. Each of those is waited for as long as the job
-# lives (its own timeout bounds it), not on a clock: a loaded TCG guest can
-# take minutes to get there; only a job that moves no byte for 300 s is
-# called stuck.
+# lives and moves bytes (its own timeout bounds it), not on a clock: a
+# loaded TCG guest can take minutes to get there; only a job that moves no
+# byte on veth0 for 300 s is called stuck.
+#
+# Open MPI 4.1 over UCX 1.13 on rxe has, under heavy host load, stuck in its
+# first 8-byte round trip (seen once on sid, once on 6.12: no byte moved,
+# no rxe error, both ranks alive until the 900 s timeout). That is the
+# engine's start, not what this case tests (the mpi_* cases above check the
+# engine): a job stuck before its first row is shown (its QPs, the ranks'
+# kernel stacks) and started once more; a second stuck start fails.
 baseline
-mpi 900 $ex/mpi_allreduce 8 $((16 * MiB)) 1 100000 > "$out/mpi-kill.log" 2>&1 &
-mpid=$!
 alive() { kill -0 "$mpid" 2> /dev/null; }
+stuck_state() {	# stuck_state <what>: print what the stuck job waits on
+	echo "# $1; its QPs and the ranks' kernel stacks:"
+	rdma resource show qp 2>&1 | sed 's/^/#   /' | head -n 40
+	for p in $(pgrep -f "$ex/mpi_allreduce" 2> /dev/null); do
+		echo "#   pid $p ($(tr '\0' ' ' < "/proc/$p/cmdline" 2> /dev/null | cut -c1-60)): $(tr '\n' ' ' < "/proc/$p/stack" 2> /dev/null | cut -c1-300)"
+	done
+}
+started=
+for attempt in 1 2; do
+	mpi 900 $ex/mpi_allreduce 8 $((16 * MiB)) 1 100000 > "$out/mpi-kill.log" 2>&1 &
+	mpid=$!
+	last=$(tx veth0)
+	since=$SECONDS
+	stuck=
+	until grep -Eq '^ +8 +1 ' "$out/mpi-kill.log" || ! alive; do
+		cur=$(tx veth0)
+		if [ "$cur" -ne "$last" ]; then
+			last=$cur
+			since=$SECONDS
+		elif [ $((SECONDS - since)) -ge 300 ]; then
+			stuck_state "attempt $attempt: the job is stuck before its first row: no byte on veth0 for 300 s"
+			stuck=1
+			break
+		fi
+		sleep 0.1
+	done
+	if grep -Eq '^ +8 +1 ' "$out/mpi-kill.log"; then
+		started=1
+		break
+	fi
+	pkill -9 -f "$ex/mpi_allreduce" 2> /dev/null
+	wait "$mpid"
+	echo "# attempt $attempt: the job ended (exit $?) before its ping-pong was done"
+	[ -n "$stuck" ] || break	# it ended by itself: that is the failure
+	diag "$out/mpi-kill.log"
+	nothing_left || break
+done
 ok=1
-until grep -Eq '^ +8 +1 ' "$out/mpi-kill.log" || ! alive; do sleep 0.1; done
-if grep -Eq '^ +8 +1 ' "$out/mpi-kill.log"; then
+if [ -n "$started" ]; then
 	pid0=$(sed -n 's/^rank 0 pid \([0-9]*\):.*/\1/p' "$out/mpi-kill.log")
 	pid1=$(sed -n 's/^rank 1 pid \([0-9]*\):.*/\1/p' "$out/mpi-kill.log")
 	v0=$(tx veth0)
@@ -199,9 +240,6 @@ if grep -Eq '^ +8 +1 ' "$out/mpi-kill.log"; then
 		[ $krc -ne 0 ] && [ $krc -ne 124 ] && ! kill -0 "$pid0" 2> /dev/null && ! kill -0 "$pid1" 2> /dev/null &&
 		! grep -q '^allreduce' "$out/mpi-kill.log" && nothing_left
 	ok=$?
-else
-	wait $mpid
-	echo "# the job ended (exit $?) before its ping-pong was done"
 fi
 diag "$out/mpi-kill.log"
 result $ok "mpi_rank_killed_mid_transfer_leaves_no_buffer_or_pinned_byte"
