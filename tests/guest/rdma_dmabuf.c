@@ -44,7 +44,7 @@
 /*
  * dma-bufs of 4 MiB + 64 KiB (a multiple of vgem's 16 KiB): the MR starts
  * at an unaligned offset and crosses the 2 and 4 MiB boundaries. Where the
- * suite keeps transfers small (SP_RDMA_MAX, the debug kernel's 4 MiB + 1),
+ * suite keeps transfers small (SP_RDMA_MAX, the debug kernel's 2 MiB + 4097),
  * 2 MiB + 64 KiB: the MR crosses the 2 MiB boundary only.
  */
 static uint64_t xlen(void)

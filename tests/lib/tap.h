@@ -111,6 +111,16 @@ static void tap_skip(const char *fmt, ...)
 #define SKIP(...) tap_skip(__VA_ARGS__)
 
 /* Whether @name is a word of the space-separated @list. */
+/*
+ * A debug kernel (KASAN, kmemleak, lockdep; the suite's 6.12.117-spdebug)
+ * runs every page and packet several times slower under TCG: the few
+ * cases whose cost is their size use a smaller one there, and say so.
+ */
+static __attribute__((unused)) int tap_debug_kernel(void)
+{
+	return access("/sys/kernel/debug/kmemleak", F_OK) == 0;
+}
+
 static __attribute__((unused)) int tap_listed(const char *list, const char *name)
 {
 	size_t len = strlen(name);
