@@ -109,7 +109,7 @@ TEST_SRC := $(wildcard tests/guest/*.c)
 TEST_BIN := $(patsubst tests/guest/%.c,$(B)/tests/%,$(TEST_SRC))
 TEST_HDR := $(wildcard tests/lib/*.h) user/compat/pagemap_scan.h
 
-.PHONY: all user lib module module-clean deps check demo install install-lib clean \
+.PHONY: all user lib module module-clean deps check check-host check-one demo install install-lib clean \
 	dkms-install dkms-remove deb rpm uninstall bench fuzz netlink-gen FORCE
 
 all: module user examples
@@ -307,6 +307,15 @@ deps:
 
 check: deps
 	./tests/run-all.sh
+
+# make check-host: the host checks alone (no VM); make check-one KERNEL=6.12
+# TEST="abi" [CASES="case ..."]: programs of the VM suite on one kernel,
+# without the host checks (docs/testing.md)
+check-host: deps
+	SP_KERNELS=none SP_PROVISION=0 ./tests/run-all.sh
+
+check-one: deps
+	./tests/check-one.sh
 
 demo: deps
 	./tests/vm/demo.sh

@@ -7,7 +7,8 @@
 # and exits non-zero on any failure.
 #
 # Environment: SP_KERNELS="6.1 6.12 ..." limits the kernels (names as
-# 'tests/vm/kernels.sh list' prints them); SP_TESTS="abi rdma_rxe" limits
+# 'tests/vm/kernels.sh list' prints them; SP_KERNELS=none: no VM, which is
+# make check-host); SP_TESTS="abi rdma_rxe" limits
 # the programs run in the VM; SP_PROVISION=0 leaves out provisioning;
 # SP_VM_JOBS (default 2) is how many kernels and provisioning run at once.
 set -u
@@ -330,13 +331,9 @@ for j in "${jobs[@]}"; do
 		[ -e "$tap" ] || continue
 		record_tap "$name/$(basename "$tap" .tap)" "$tap"
 	done
-	# Any kernel complaint fails the run: KASAN, lockdep, kmemleak, WARN,
-	# oops, DMA-API debug errors ("DMA-API: <driver> <device>: ...", not
-	# its boot lines, nor its switching itself off after an allocation
-	# failure the fuzz case injected; it prints only its first error: the
-	# guest suite also checks its error count).
-	if grep -hE 'BUG:|WARNING:|Oops|KASAN|UBSAN|DMA-API: [^ ]+ [^ ]+: |possible circular locking|possible recursive locking|unreferenced object|general protection|Call Trace' \
-		"$vout/console.log" "$vout/dmesg.txt" > "$vout/kernel-complaints.txt" 2> /dev/null; then
+	# Any kernel complaint fails the run (tests/vm/kernel-complaints.sh).
+	if tests/vm/kernel-complaints.sh "$vout/console.log" "$vout/dmesg.txt" \
+		> "$vout/kernel-complaints.txt"; then
 		record fail "$name/kernel_log_clean" "$(head -n 1 "$vout/kernel-complaints.txt")"
 	else
 		record ok "$name/kernel_log_clean"

@@ -142,4 +142,18 @@ want monitor_timestamp "-t" monitor ''
 want nothing_after_monitor_t "" monitor -t ''
 want option_timestamp "--timestamp" --t
 
+# Every guest program runs somewhere: its name in tests/vm/guest-suite.sh's
+# lists (the default list, peer_progs, a stage's own run_tap) or in a guest
+# script (tests/guest/*.sh, tests/doctor/guest.sh, tests/fuzz/, the bench,
+# make demo's tests/vm/guest-demo.sh).
+# A program nobody names is built and never run.
+unrun=
+for src in tests/guest/*.c; do
+	prog=$(basename "$src" .c)
+	grep -qw -- "$prog" tests/vm/guest-suite.sh tests/guest/*.sh tests/doctor/guest.sh \
+		tests/fuzz/*.sh tests/vm/bench*.sh tests/vm/guest-demo.sh 2> /dev/null || unrun="$unrun $prog"
+done
+[ -z "$unrun" ]
+result $? "every_guest_program_is_run_by_the_suite" "built, never run:$unrun"
+
 finish
