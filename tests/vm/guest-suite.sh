@@ -106,7 +106,7 @@ load_pd() {	# load_pd <modern|legacy>
 # The PeerDirect programs, run with each core semantics.
 # (SP_PEER_PROGS narrows them for a targeted run; "" runs only the loads
 # and the real core's program)
-peer_progs=${SP_PEER_PROGS-peer peer_rocm peer_move peer_window}
+peer_progs=${SP_PEER_PROGS-peer peer_rocm peer_move peer_window events_edge}
 run_peer() {	# run_peer <modern|legacy>
 	local p r=0
 	for p in $peer_progs; do
