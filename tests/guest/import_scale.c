@@ -12,14 +12,17 @@
  *           registration makes)
  *   import  an IMPORT of a 256 MiB dma-buf there (then UNIMPORT)
  *
- * before A's imports exist, while they do, and after they are gone. TCG's
- * speed varies with the host's load, so nothing absolute is asserted:
- * with A's imports B's median must stay within 5 times the larger of the
- * two medians without them, plus 1 ms. With one tree for the node (B
- * walks A's imports) 65,536 imports made B's registration 30 us -> 33 ms
- * and its IMPORT 9 us -> 25 ms (6.12); with a tree per mm B's cost does
- * not change. SP_IMPORT_SCALE_N sets the number of A's imports (default
- * 65536).
+ * before A's imports exist, while they do, and after they are gone, each
+ * time also at addresses A never imported (interleaved with the others).
+ * TCG's speed varies with the host's load (2-4 times between phases seen
+ * on the debug kernel), so nothing absolute is asserted: with A's imports
+ * B's median at A's addresses must stay within 4 times its median
+ * elsewhere in the same moments, plus 1 ms, and within 20 times the
+ * larger of its medians before and after, plus 5 ms. With one tree for
+ * the node (B walks A's imports) 65,536 imports made B's registration
+ * 30 us -> 33 ms and its IMPORT 9 us -> 25 ms (6.12); with a tree per mm
+ * B's cost does not change. SP_IMPORT_SCALE_N sets the number of A's
+ * imports (default 65536).
  */
 #include "peer_util.h"
 
@@ -28,8 +31,10 @@
 
 #define PAGE 4096UL
 #define REPS 15
-#define RATIO 5
+#define RATIO 4		/* at A's addresses vs. elsewhere, interleaved */
 #define SLACK_US 1000.0
+#define PHASE_RATIO 20	/* with A's imports vs. before and after them */
+#define PHASE_SLACK_US 5000.0
 
 static double now_us(void)
 {
@@ -58,40 +63,58 @@ static double median(double *v, int n)
 }
 
 struct cost {
-	double reg, import;	/* medians, us */
+	double reg, import;	/* medians, us: at A's addresses */
+	double reg_y, import_y;	/* ... and at addresses A never imported */
 };
 
-/* B's two operations at @x, REPS times each. */
-static struct cost measure(int sim, int fd, int dmabuf, void *x, size_t span)
+/* B's registration and IMPORT (undone) at @va; times in us. */
+static void once(int sim, int fd, int dmabuf, void *va, size_t span, double *reg, double *imp)
 {
-	double reg[REPS], imp[REPS];
-	struct sp_peer_counters c0 = peer_stats(), c1;
 	struct strixpeer_import im;
 	struct peersim_reg_mr r;
+	double t = now_us();
+	int ret = sim_reg(sim, va, span, &r);
+
+	*reg = now_us() - t;
+	if (ret == 0)
+		sim_dereg(sim, r.handle);
+	CHECK(ret == -EFAULT, "registration of a PROT_NONE range: %s, want EFAULT",
+	      ret ? strerror(-ret) : "succeeded");
+	t = now_us();
+	ret = sp_import_raw(fd, dmabuf, 0, span, va, &im);
+	*imp = now_us() - t;
+	CHECK(ret == 0, "B's IMPORT: %s", strerror(errno));
+	CHECK_OK(sp_unimport_raw(fd, im.handle));
+}
+
+/*
+ * B's two operations at @x and at @y, REPS times each, interleaved (the
+ * host's load changes both alike), in alternating order.
+ */
+static struct cost measure(int sim, int fd, int dmabuf, void *x, void *y, size_t span)
+{
+	double reg[REPS], imp[REPS], reg_y[REPS], imp_y[REPS];
+	struct sp_peer_counters c0 = peer_stats(), c1;
 	struct cost c;
 
 	for (int i = 0; i < REPS; i++) {
-		double t = now_us();
-		int ret = sim_reg(sim, x, span, &r);
-
-		reg[i] = now_us() - t;
-		if (ret == 0)
-			sim_dereg(sim, r.handle);
-		CHECK(ret == -EFAULT, "registration of a PROT_NONE range: %s, want EFAULT",
-		      ret ? strerror(-ret) : "succeeded");
-		t = now_us();
-		ret = sp_import_raw(fd, dmabuf, 0, span, x, &im);
-		imp[i] = now_us() - t;
-		CHECK(ret == 0, "B's IMPORT: %s", strerror(errno));
-		CHECK_OK(sp_unimport_raw(fd, im.handle));
+		if (i & 1) {
+			once(sim, fd, dmabuf, y, span, &reg_y[i], &imp_y[i]);
+			once(sim, fd, dmabuf, x, span, &reg[i], &imp[i]);
+		} else {
+			once(sim, fd, dmabuf, x, span, &reg[i], &imp[i]);
+			once(sim, fd, dmabuf, y, span, &reg_y[i], &imp_y[i]);
+		}
 	}
 	c1 = peer_stats();
-	CHECK(c1.acquires - c0.acquires >= REPS && c1.claims == c0.claims,
+	CHECK(c1.acquires - c0.acquires >= 2 * REPS && c1.claims == c0.claims,
 	      "the client was asked %llu times and claimed %llu (want %d, 0)",
 	      (unsigned long long)(c1.acquires - c0.acquires),
-	      (unsigned long long)(c1.claims - c0.claims), REPS);
+	      (unsigned long long)(c1.claims - c0.claims), 2 * REPS);
 	c.reg = median(reg, REPS);
 	c.import = median(imp, REPS);
+	c.reg_y = median(reg_y, REPS);
+	c.import_y = median(imp_y, REPS);
 	return c;
 }
 
@@ -124,9 +147,9 @@ static void others_imports_cost_nothing(void)
 	struct cost b1, loaded, b2;
 	double t0, made;
 	struct sp_xbuf big;
+	void *x, *y;
 	FILE *f;
 	pid_t a;
-	void *x;
 
 	CHECK(n >= 16 && n <= (1UL << 20), "SP_IMPORT_SCALE_N %lu", n);
 	f = fopen("/sys/module/strixpeer/parameters/max_imports", "re");
@@ -135,9 +158,10 @@ static void others_imports_cost_nothing(void)
 	/* B's dma-buf: vgem's pages come on first use, never here */
 	sp_xbuf_new(SP_EXP_VGEM, span, 0, &big);
 	x = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	CHECK(x != MAP_FAILED, "mmap: %s", strerror(errno));
+	y = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	CHECK(x != MAP_FAILED && y != MAP_FAILED, "mmap: %s", strerror(errno));
 
-	b1 = measure(sim, fd, big.fd, x, span);
+	b1 = measure(sim, fd, big.fd, x, y, span);
 
 	CHECK_OK(pipe(to_a));
 	CHECK_OK(pipe(from));
@@ -179,7 +203,7 @@ static void others_imports_cost_nothing(void)
 	CHECK(peer_stats().imports >= n, "%llu imports alive, want %lu",
 	      (unsigned long long)peer_stats().imports, n);
 
-	loaded = measure(sim, fd, big.fd, x, span);
+	loaded = measure(sim, fd, big.fd, x, y, span);
 
 	CHECK(write(to_a[1], "q", 1) == 1, "telling A to quit");
 	CHECK(from_a(from[0], 900) == 0, "process A's close");
@@ -187,19 +211,28 @@ static void others_imports_cost_nothing(void)
 	      "process A: status %#x", st);
 	set_param("max_imports", max_imports);
 
-	b2 = measure(sim, fd, big.fd, x, span);
+	b2 = measure(sim, fd, big.fd, x, y, span);
 
 	tap_diag("A made %lu imports in %.1f s", n, made / 1e6);
-	tap_diag("B's declined registration, median of %d: %.0f us before A's imports, %.0f us with them, %.0f us after",
-		 REPS, b1.reg, loaded.reg, b2.reg);
-	tap_diag("B's IMPORT, median of %d: %.0f us before, %.0f us with A's imports, %.0f us after",
-		 REPS, b1.import, loaded.import, b2.import);
-	CHECK(loaded.reg <= RATIO * dmax(b1.reg, b2.reg) + SLACK_US,
+	tap_diag("B's declined registration, median of %d: %.0f us before A's imports, %.0f us with them (%.0f us elsewhere), %.0f us after",
+		 REPS, b1.reg, loaded.reg, loaded.reg_y, b2.reg);
+	tap_diag("B's IMPORT, median of %d: %.0f us before, %.0f us with A's imports (%.0f us elsewhere), %.0f us after",
+		 REPS, b1.import, loaded.import, loaded.import_y, b2.import);
+	/* the robust one: both in the same moments */
+	CHECK(loaded.reg <= RATIO * loaded.reg_y + SLACK_US,
+	      "A's imports cost B's registrations at their addresses: %.0f us, elsewhere %.0f us",
+	      loaded.reg, loaded.reg_y);
+	CHECK(loaded.import <= RATIO * loaded.import_y + SLACK_US,
+	      "A's imports cost B's IMPORT at their addresses: %.0f us, elsewhere %.0f us",
+	      loaded.import, loaded.import_y);
+	/* phases minutes apart: only a gross growth counts */
+	CHECK(loaded.reg <= PHASE_RATIO * dmax(b1.reg, b2.reg) + PHASE_SLACK_US,
 	      "A's imports cost B's registrations: %.0f us, without them %.0f/%.0f us",
 	      loaded.reg, b1.reg, b2.reg);
-	CHECK(loaded.import <= RATIO * dmax(b1.import, b2.import) + SLACK_US,
+	CHECK(loaded.import <= PHASE_RATIO * dmax(b1.import, b2.import) + PHASE_SLACK_US,
 	      "A's imports cost B's IMPORT: %.0f us, without them %.0f/%.0f us",
 	      loaded.import, b1.import, b2.import);
+	munmap(y, span);
 	munmap(x, span);
 	sp_xbuf_free(&big);
 	close(fd);
