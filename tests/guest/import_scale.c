@@ -21,8 +21,9 @@
  * larger of its medians before and after, plus 5 ms. With one tree for
  * the node (B walks A's imports) 65,536 imports made B's registration
  * 30 us -> 33 ms and its IMPORT 9 us -> 25 ms (6.12); with a tree per mm
- * B's cost does not change. SP_IMPORT_SCALE_N sets the number of A's
- * imports (default 65536).
+ * B's cost does not change. On a debug kernel the timings are only
+ * printed. SP_IMPORT_SCALE_N sets the number of A's imports (default
+ * 65536).
  */
 #include "peer_util.h"
 
@@ -218,6 +219,16 @@ static void others_imports_cost_nothing(void)
 		 REPS, b1.reg, loaded.reg, loaded.reg_y, b2.reg);
 	tap_diag("B's IMPORT, median of %d: %.0f us before, %.0f us with A's imports (%.0f us elsewhere), %.0f us after",
 		 REPS, b1.import, loaded.import, loaded.import_y, b2.import);
+	/*
+	 * A debug kernel's timings are not B's lookups: kmemleak scans (65,536
+	 * imports to scan) and KASAN stall the guest for long stretches, and
+	 * its interleaved medians were seen 4 times apart in either direction.
+	 * It runs everything above (the trees under lockdep, KASAN, kmemleak).
+	 */
+	if (access("/sys/kernel/debug/kmemleak", F_OK) == 0) {
+		tap_diag("timings not asserted: debug kernel (kmemleak, KASAN)");
+		goto out;
+	}
 	/* the robust one: both in the same moments */
 	CHECK(loaded.reg <= RATIO * loaded.reg_y + SLACK_US,
 	      "A's imports cost B's registrations at their addresses: %.0f us, elsewhere %.0f us",
@@ -232,6 +243,7 @@ static void others_imports_cost_nothing(void)
 	CHECK(loaded.import <= PHASE_RATIO * dmax(b1.import, b2.import) + PHASE_SLACK_US,
 	      "A's imports cost B's IMPORT: %.0f us, without them %.0f/%.0f us",
 	      loaded.import, b1.import, b2.import);
+out:
 	munmap(y, span);
 	munmap(x, span);
 	sp_xbuf_free(&big);
