@@ -6,10 +6,12 @@
  * NIC; a GPU buffer's CPU mapping (a TTM PFN mapping) cannot be pinned by
  * ib_umem, so this is how ibv_reg_mr() on it can work.
  *
- * Every live explicit import (IMPORT ioctl) sits in one interval tree keyed
- * by VA (imports of different processes may overlap; one process's may
- * not). An implicit import (zero-change mode, below) belongs to the one
- * registration that made it and is in no tree. An import ends on UNIMPORT,
+ * Every live explicit import (IMPORT ioctl) sits in its process's interval
+ * tree, keyed by VA (one process's imports may not overlap; different
+ * processes' may, and each looks only at its own tree: one process's many
+ * imports cost another's registrations nothing). An implicit import
+ * (zero-change mode, below) belongs to the one registration that made it
+ * and is in no tree. An import ends on UNIMPORT,
  * when its fd is closed, when any part of its range is unmapped and when
  * its process exits (an mmu interval notifier sees both), and an implicit
  * one when its registration is released. Ending invalidates every
@@ -25,7 +27,8 @@
  * memory never block each other; each is ended by its own triggers.
  *
  * Locking, outermost first:
- *   sp_imports_lock (mutex): the interval tree and each import's @in_tree
+ *   sp_imports_lock (mutex): sp_mm_imports, each mm's interval tree and
+ *	each import's @in_tree
  *   sp_import.lock (mutex): an import's registrations and @dead; held
  *	across their invalidation (peer.c), so no path that the core runs
  *	under its own locks (get_pages, dma_map) may take it
@@ -63,8 +66,8 @@ MODULE_PARM_DESC(max_imports,
 
 /*
  * Live IMPORT handles per user (uid in the initial namespace -> count, as
- * an xarray value entry), so that no user can grow the import tree - and
- * the search every PeerDirect registration makes in it - without bound.
+ * an xarray value entry), so that no user can grow its processes' import
+ * trees - and their registrations' searches in them - without bound.
  */
 static DEFINE_MUTEX(sp_user_imports_lock);
 static DEFINE_XARRAY(sp_user_imports);
@@ -106,7 +109,51 @@ static void sp_user_imports_dec(kuid_t uid)
 }
 
 static DEFINE_MUTEX(sp_imports_lock);
-static struct rb_root_cached sp_import_tree = RB_ROOT_CACHED;
+
+/*
+ * Each mm's explicit imports in a tree: sp_mm_imports maps the mm to the
+ * tree's root (index: the mm's address over a power of two <= sizeof(struct
+ * mm_struct), which two live mm_structs cannot share). An entry exists
+ * only while its tree is not empty, and each import in it holds its mm
+ * (mmgrab): the mm's address is not reused while the entry is there.
+ */
+static DEFINE_XARRAY(sp_mm_imports);
+#define sp_mm_key(mm)	((unsigned long)(mm) >> ilog2(sizeof(struct mm_struct)))
+
+/* @mm's tree, or NULL when it has none. */
+static struct rb_root_cached *sp_mm_imports_find(const struct mm_struct *mm)
+{
+	lockdep_assert_held(&sp_imports_lock);
+	return xa_load(&sp_mm_imports, sp_mm_key(mm));
+}
+
+/* @mm's tree, made (empty: all zeroes) if it has none; NULL: no memory. */
+static struct rb_root_cached *sp_mm_imports_get(const struct mm_struct *mm)
+{
+	struct rb_root_cached *tree = sp_mm_imports_find(mm);
+
+	if (tree)
+		return tree;
+	tree = kzalloc(sizeof(*tree), GFP_KERNEL_ACCOUNT);
+	if (tree && xa_err(xa_store(&sp_mm_imports, sp_mm_key(mm), tree,
+				    GFP_KERNEL_ACCOUNT))) {
+		kfree(tree);
+		tree = NULL;
+	}
+	return tree;
+}
+
+/* Drop @mm's @tree (may be NULL) if it is empty. */
+static void sp_mm_imports_tidy(const struct mm_struct *mm,
+			       struct rb_root_cached *tree)
+{
+	lockdep_assert_held(&sp_imports_lock);
+	if (tree && RB_EMPTY_ROOT(&tree->rb_root)) {
+		xa_erase(&sp_mm_imports, sp_mm_key(mm));
+		kfree(tree);
+	}
+}
+
 static DEFINE_XARRAY_ALLOC1(sp_import_ids);
 static u32 sp_import_next_id;
 static struct workqueue_struct *sp_import_wq;
@@ -201,8 +248,11 @@ void sp_import_end(struct sp_import *imp, enum strixpeer_inval_reason reason)
 
 	mutex_lock(&sp_imports_lock);
 	if (imp->in_tree) {
-		interval_tree_remove(&imp->it, &sp_import_tree);
+		struct rb_root_cached *tree = sp_mm_imports_find(imp->mm);
+
+		interval_tree_remove(&imp->it, tree);
 		imp->in_tree = false;
+		sp_mm_imports_tidy(imp->mm, tree);
 	}
 	mutex_unlock(&sp_imports_lock);
 
@@ -342,17 +392,16 @@ bool sp_import_unmapped(struct sp_import *imp)
 	return atomic_read(&imp->unmap_reason) != 0;
 }
 
-static bool sp_import_overlaps(struct mm_struct *mm, unsigned long start,
+/* Whether a live import in @tree overlaps [@start, @last]. */
+static bool sp_import_overlaps(struct rb_root_cached *tree, unsigned long start,
 			       unsigned long last)
 {
 	struct interval_tree_node *it;
 
 	lockdep_assert_held(&sp_imports_lock);
-	for (it = interval_tree_iter_first(&sp_import_tree, start, last); it;
+	for (it = interval_tree_iter_first(tree, start, last); it;
 	     it = interval_tree_iter_next(it, start, last)) {
-		struct sp_import *imp = container_of(it, struct sp_import, it);
-
-		if (imp->mm == mm && !sp_import_unmapped(imp))
+		if (!sp_import_unmapped(container_of(it, struct sp_import, it)))
 			return true;
 	}
 	return false;
@@ -379,6 +428,7 @@ int sp_import_create(struct sp_file *f, int fd, u64 offset, u64 length,
 		     struct sp_import **held)
 {
 	kuid_t uid = current_uid();
+	struct rb_root_cached *tree;
 	struct dma_buf *dmabuf;
 	struct sp_import *imp;
 	unsigned long seq;
@@ -413,11 +463,15 @@ int sp_import_create(struct sp_file *f, int fd, u64 offset, u64 length,
 	imp->uid = uid;
 
 	mutex_lock(&sp_imports_lock);
-	if (sp_import_overlaps(f->mm, imp->it.start, imp->it.last)) {
+	tree = sp_mm_imports_get(f->mm);
+	ret = !tree ? -ENOMEM :
+	      sp_import_overlaps(tree, imp->it.start, imp->it.last) ? -EEXIST : 0;
+	if (ret) {
+		sp_mm_imports_tidy(f->mm, tree);
 		mutex_unlock(&sp_imports_lock);
 		sp_import_discard(imp);
 		sp_user_imports_dec(uid);
-		return -EEXIST;
+		return ret;
 	}
 	/*
 	 * The notifier is in the mm's tree (sp_import_new()): an unmap since
@@ -430,10 +484,11 @@ int sp_import_create(struct sp_file *f, int fd, u64 offset, u64 length,
 	 */
 	mutex_lock(&imp->lock);
 	if (!imp->dead && !atomic_read(&imp->unmap_reason)) {
-		interval_tree_insert(&imp->it, &sp_import_tree);
+		interval_tree_insert(&imp->it, tree);
 		imp->in_tree = true;
 	}
 	mutex_unlock(&imp->lock);
+	sp_mm_imports_tidy(f->mm, tree);
 	mutex_unlock(&sp_imports_lock);
 
 	/*
@@ -537,15 +592,17 @@ struct sp_import *sp_import_find(struct mm_struct *mm, unsigned long addr,
 	unsigned long last = addr + size - 1;
 	struct interval_tree_node *it;
 	struct sp_import *found = NULL;
+	struct rb_root_cached *tree;
 
 	if (!size || last < addr)
 		return NULL;
 	mutex_lock(&sp_imports_lock);
-	for (it = interval_tree_iter_first(&sp_import_tree, addr, last); it;
+	tree = sp_mm_imports_find(mm);	/* only @mm's own imports */
+	for (it = tree ? interval_tree_iter_first(tree, addr, last) : NULL; it;
 	     it = interval_tree_iter_next(it, addr, last)) {
 		struct sp_import *imp = container_of(it, struct sp_import, it);
 
-		if (imp->mm != mm || sp_import_unmapped(imp))
+		if (sp_import_unmapped(imp))
 			continue;
 		/* a process's live imports never overlap: this is the one */
 		if (it->start <= addr && last <= it->last) {
@@ -619,11 +676,10 @@ int sp_import_init(void)
 
 /*
  * Every file is closed and every registration released by now: no import
- * id is left. The tree may still hold empty nodes: an xa_alloc_cyclic()
- * whose node allocation failed part-way (memory pressure, fault injection)
- * leaves the nodes it had already inserted, and only xa_destroy() frees
- * them (seen under the fuzzer's fault injection: two xa_nodes reported by
- * kmemleak after rmmod, no import object with them).
+ * id or mm tree is left. The xarrays may still hold empty nodes: an
+ * xa_alloc_cyclic() or xa_store() whose node allocation failed part-way
+ * leaves the nodes it had inserted, and only xa_destroy() frees them (seen
+ * under the fuzzer's fault injection: xa_nodes reported by kmemleak).
  */
 void sp_import_exit(void)
 {
@@ -632,6 +688,9 @@ void sp_import_exit(void)
 	destroy_workqueue(sp_import_wq);
 	WARN_ON(xa_find(&sp_import_ids, &id, ULONG_MAX, XA_PRESENT));
 	xa_destroy(&sp_import_ids);
+	id = 0;
+	WARN_ON(xa_find(&sp_mm_imports, &id, ULONG_MAX, XA_PRESENT));
+	xa_destroy(&sp_mm_imports);
 }
 
 SP_MODULE_IMPORT_NS_DMA_BUF();

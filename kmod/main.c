@@ -163,6 +163,12 @@ static int sp_ioctl_buf_alloc(struct sp_file *f, void *data)
 	buf = sp_buf_create(size, node, huge_only);
 	if (IS_ERR(buf))
 		return PTR_ERR(buf);
+	/*
+	 * Announced as soon as it exists, before anything below can fail:
+	 * its release announces BUF_FREED whatever the outcome, and every
+	 * BUF_FREED has its BUF_CREATED.
+	 */
+	sp_buf_event(buf, STRIXPEER_CMD_BUF_CREATED_NTF);
 
 	/*
 	 * Once in the xarray, another thread may free the handle at once:
@@ -180,7 +186,6 @@ static int sp_ioctl_buf_alloc(struct sp_file *f, void *data)
 		sp_buf_put(buf);
 		return ret == -EBUSY ? -EMFILE : ret;
 	}
-	sp_buf_event(buf, STRIXPEER_CMD_BUF_CREATED_NTF);
 	req->buf = buf;
 	a->size = size;
 	a->handle = id;

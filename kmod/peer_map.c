@@ -123,6 +123,7 @@ static int sp_peer_charge(struct sp_peer_map *m)
 	held = pu ? pu->bytes : 0;
 	if (max && held + bytes > max) {
 		sp_peer_refuse(m, "max_peer_pinned_per_user", max, held);
+		sp_event_limit(STRIXPEER_LIMIT_MAX_PEER_PINNED_PER_USER, bytes);
 		return -EDQUOT;
 	}
 	if (!capable(CAP_IPC_LOCK)) {

@@ -88,7 +88,7 @@ struct sp_peer_ctx;
  *	registration that created it), by each registration using it, by
  *	a queued @unmap_work, and by the IMPORT ioctl until its result was
  *	copied out
- * @it: node in the interval tree of live imports, keyed by VA
+ * @it: node in its mm's interval tree of live imports, keyed by VA
  * @in_tree: @it is linked (sp_imports_lock)
  * @mm: the process's address space (mmgrab'ed)
  * @pid: tgid of the importing process

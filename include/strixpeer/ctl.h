@@ -195,6 +195,7 @@ enum sp_limit {
 	SP_LIMIT_MAX_PINNED_BYTES,
 	SP_LIMIT_MEMLOCK,
 	SP_LIMIT_NO_MEMORY,
+	SP_LIMIT_MAX_PEER_PINNED_PER_USER, /**< a PeerDirect pin past max_peer_pinned_per_user */
 };
 
 /**

@@ -25,13 +25,16 @@ enum strixpeer_feature {
 };
 
 /**
- * enum strixpeer_limit - Which limit an allocation ran into.
+ * enum strixpeer_limit - Which limit an allocation (or a PeerDirect pin) ran
+ *   into. max-peer-pinned-per-user: a PeerDirect registration's pin refused by
+ *   the module parameter of that name (memlock: by RLIMIT_MEMLOCK).
  */
 enum strixpeer_limit {
 	STRIXPEER_LIMIT_MAX_BUF_SIZE = 1,
 	STRIXPEER_LIMIT_MAX_PINNED_BYTES,
 	STRIXPEER_LIMIT_MEMLOCK,
 	STRIXPEER_LIMIT_NO_MEMORY,
+	STRIXPEER_LIMIT_MAX_PEER_PINNED_PER_USER,
 };
 
 /**

@@ -19,7 +19,7 @@ ko=$1
 shift
 tests=("$@")
 explicit=${tests[*]}
-[ ${#tests[@]} -gt 0 ] || tests=(abi abi_compat lifetime limits hostile backing huge_map netlink rdma_rxe rdma_regmr peer peersim_selftest export gem_dmabuf fuzz cli bench asan-abi asan-lifetime asan-limits asan-netlink asan-rdma_regmr doctor engines rdma_churn rdma_dmabuf)
+[ ${#tests[@]} -gt 0 ] || tests=(abi abi_compat lifetime limits hostile backing huge_map netlink rdma_rxe rdma_regmr peer import_scale peersim_selftest export gem_dmabuf fuzz cli bench asan-abi asan-lifetime asan-limits asan-netlink asan-rdma_regmr doctor engines rdma_churn rdma_dmabuf)
 out=${SP_OUT:?SP_OUT not set}
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 
@@ -106,7 +106,7 @@ load_pd() {	# load_pd <modern|legacy>
 # The PeerDirect programs, run with each core semantics.
 # (SP_PEER_PROGS narrows them for a targeted run; "" runs only the loads
 # and the real core's program)
-peer_progs=${SP_PEER_PROGS-peer peer_rocm peer_move peer_window}
+peer_progs=${SP_PEER_PROGS-peer peer_rocm peer_move peer_window events_edge}
 run_peer() {	# run_peer <modern|legacy>
 	local p r=0
 	for p in $peer_progs; do

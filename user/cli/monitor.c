@@ -25,7 +25,17 @@ static const char *const limit_names[] = {
 	[SP_LIMIT_MAX_PINNED_BYTES] = "max_pinned_bytes",
 	[SP_LIMIT_MEMLOCK] = "memlock",
 	[SP_LIMIT_NO_MEMORY] = "no_memory",
+	[SP_LIMIT_MAX_PEER_PINNED_PER_USER] = "max_peer_pinned_per_user",
 };
+
+/* "?" for a limit this strixpeerctl does not know (a newer module's) */
+static const char *limit_name(enum sp_limit limit)
+{
+	unsigned int i = (unsigned int)limit;
+
+	return i < sizeof(limit_names) / sizeof(limit_names[0]) && limit_names[i] ?
+	       limit_names[i] : "?";
+}
 
 static int print_event(const struct sp_event *ev, void *arg)
 {
@@ -55,7 +65,6 @@ static int print_event(const struct sp_event *ev, void *arg)
 		[SP_INVAL_EXIT] = "exit",
 		[SP_INVAL_MOVE] = "move",
 	};
-	unsigned int lim = (unsigned int)ev->limit;
 	unsigned int pe = (unsigned int)ev->peer, why = (unsigned int)ev->reason;
 	const char *peer = pe < 4 && peer_names[pe] ? peer_names[pe] : "?";
 	const char *reason = why < 6 && reason_names[why] ? reason_names[why] : NULL;
@@ -86,7 +95,7 @@ static int print_event(const struct sp_event *ev, void *arg)
 			break;
 		case SP_EVENT_LIMIT:
 			printf("limit %s pid %u size %" PRIu64 "\n",
-			       lim < 5 && limit_names[lim] ? limit_names[lim] : "?", ev->pid, ev->bytes);
+			       limit_name(ev->limit), ev->pid, ev->bytes);
 			break;
 		case SP_EVENT_CONFIG:
 			printf("config pid %u max_buf_size %" PRIu64 " max_pinned_bytes %" PRIu64
@@ -130,7 +139,7 @@ static int print_event(const struct sp_event *ev, void *arg)
 		pr_u64("page_size", "page size", ev->buf->page_size);
 		pr_obj_close();
 	} else if (ev->type == SP_EVENT_LIMIT) {
-		pr_str("limit", "limit", lim < 5 && limit_names[lim] ? limit_names[lim] : "?");
+		pr_str("limit", "limit", limit_name(ev->limit));
 		pr_u64("pid", "pid", ev->pid);
 		pr_u64("size", "size", ev->bytes);
 	} else if (ev->type == SP_EVENT_PEER) {

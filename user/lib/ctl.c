@@ -604,6 +604,9 @@ static int sp_on_event(struct nl_msg *msg, void *arg)
 		break;
 	}
 	case STRIXPEER_CMD_LIMIT_NTF:
+		/* enum sp_limit is the netlink enum, value for value */
+		_Static_assert((int)SP_LIMIT_MAX_PEER_PINNED_PER_USER ==
+			       (int)STRIXPEER_LIMIT_MAX_PEER_PINNED_PER_USER, "sp_limit");
 		ev.type = SP_EVENT_LIMIT;
 		ev.limit = (enum sp_limit)get_u32(tb[STRIXPEER_A_EVENT_LIMIT]);
 		ev.bytes = get_u64(tb[STRIXPEER_A_EVENT_SIZE]);
