@@ -460,8 +460,8 @@ static void sp_node_policy_exit(void)
 	}
 }
 #else
-static void sp_node_policy_get(int node) { }
-static void sp_node_policy_exit(void) { }
+static inline void sp_node_policy_get(int node) { }
+static inline void sp_node_policy_exit(void) { }
 #endif
 
 /*
