@@ -301,9 +301,10 @@ static int kfdsim_userptr_validate(struct kfdsim_file *kf)
 			ret = kfdsim_userptr_hmm(kf, mm, &seq);
 		if (ret)
 			break;
-		ret = sg_alloc_table_from_pages(&kf->up_sgt, kf->up_pages,
-						kf->up_npages, 0,
-						kf->up_length, GFP_KERNEL);
+		ret = sg_alloc_table_from_pages_segment(&kf->up_sgt,
+				kf->up_pages, kf->up_npages, 0, kf->up_length,
+				dma_get_max_seg_size(&kfdsim_pdev->dev),
+				GFP_KERNEL);
 		if (ret) {
 			kfdsim_userptr_put_pages(kf);
 			break;
@@ -615,6 +616,11 @@ static int __init kfdsim_init(void)
 	ret = dma_coerce_mask_and_coherent(&kfdsim_pdev->dev, DMA_BIT_MASK(64));
 	if (ret)
 		goto out_pdev;
+	/*
+	 * As amdgpu: segments of any length (the platform default is 64 KiB,
+	 * which DMA-API debug enforces; the sg table is built within it).
+	 */
+	dma_set_max_seg_size(&kfdsim_pdev->dev, UINT_MAX);
 	ret = misc_register(&kfdsim_misc);
 	if (ret)
 		goto out_pdev;
