@@ -280,12 +280,14 @@ $(BENCH_PLOT_TEST): tests/bench/plot-test.c $(BENCH_SRC) $(BENCH_HDR) $(LIB_HDR)
 
 # The examples (examples/), built like the tests against the static
 # library. An example whose engine is not installed (libucx-dev,
-# libopenmpi-dev, librdmacm-dev: make deps) is left out with a message.
+# libopenmpi-dev, librdmacm-dev, libvulkan-dev: make deps) is left out with
+# a message.
 .PHONY: examples
 EX_LIBS := $(B)/libstrixpeer.a -libverbs $(NL_LIBS)
 EX_PKG_ucx_put := ucx
 EX_PKG_mpi_allreduce := mpi-c
 EX_PKG_gpu_import := librdmacm
+EX_PKG_vulkan_import := vulkan
 
 # hip_*.c need ROCm's HIP/HSA headers and libraries: built by hand (their
 # comments say how); tests/host/hip-examples-check.sh compiles them.

@@ -34,6 +34,7 @@
  */
 #include <linux/capability.h>
 #include <linux/gfp.h>
+#include <linux/mempolicy.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
@@ -394,6 +395,75 @@ void sp_buf_event(const struct sp_buf *buf, u8 cmd)
 	sp_event_buf(&eb, cmd);
 }
 
+#if SP_NODE_POLICY
+/*
+ * NUMA balancing (PMD path). task_numa_work() scans every VMA whose policy
+ * allows migrate-on-fault: it makes the mapping's entries PROT_NONE so
+ * that the next access faults and the page may move - an mmu notifier
+ * invalidation (MMU_NOTIFY_PROTECTION_VMA) of every range registered on
+ * the mapping, an ODP MR's or a KFD userptr's (which evicts the process's
+ * GPU queues until the range is revalidated). Buffer pages are pinned and
+ * never move, so each scan is pure overhead. The 4 KiB path's VM_MIXEDMAP
+ * VMAs are skipped by the scanner; the PMD path's ordinary file mappings
+ * are skipped only when vma_policy_mof() is false - when the get_policy
+ * vm_op returns a policy without MPOL_F_MOF.
+ *
+ * The policy says what is true: MPOL_BIND to the buffer's node (numa_maps
+ * shows "bind:N"). One per node, made at the node's first mmap and freed
+ * at module exit. mm/mempolicy.c exports no constructor to modules, so it
+ * is filled in here as mpol_new() fills one in; it is never MPOL_F_SHARED,
+ * so the core takes no reference on what get_policy returns
+ * (mpol_cond_put()) - only get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR) holds
+ * one for a moment (refcnt starts at 1: its put never frees). If the
+ * allocation fails, get_policy returns NULL, which stops the scan as well.
+ * An mbind() of a mapping stores a VMA policy that get_policy does not
+ * consult: the pages stay where they are.
+ */
+static struct mempolicy *sp_node_pols[MAX_NUMNODES];
+
+static void sp_node_policy_get(int node)
+{
+	struct mempolicy *pol;
+
+	if (READ_ONCE(sp_node_pols[node]))
+		return;
+	pol = kzalloc(sizeof(*pol), GFP_KERNEL);
+	if (!pol)
+		return;
+	atomic_set(&pol->refcnt, 1);
+	pol->mode = MPOL_BIND;
+	pol->flags = 0;		/* no MPOL_F_MOF, no MPOL_F_SHARED */
+	pol->nodes = nodemask_of_node(node);
+	pol->w.user_nodemask = pol->nodes;
+	pol->home_node = NUMA_NO_NODE;
+	if (cmpxchg(&sp_node_pols[node], NULL, pol))
+		kfree(pol);
+}
+
+/* Every mapping is gone: nothing can look a policy up any more. */
+static void sp_node_policy_exit(void)
+{
+	int node;
+
+	for (node = 0; node < MAX_NUMNODES; node++) {
+		struct mempolicy *pol = sp_node_pols[node];
+
+		if (!pol)
+			continue;
+		sp_node_pols[node] = NULL;
+		/* a get_mempolicy() still holding it: leave it to leak */
+		if (atomic_cmpxchg(&pol->refcnt, 1, 0) == 1)
+			kfree(pol);
+		else
+			pr_warn("strixpeer: node %d's mempolicy still referenced, not freed\n",
+				node);
+	}
+}
+#else
+static inline void sp_node_policy_get(int node) { }
+static inline void sp_node_policy_exit(void) { }
+#endif
+
 /*
  * At module exit every buffer is gone: each holds the module through its
  * files, mappings or dma-bufs. The tree may still hold empty nodes, as
@@ -409,6 +479,7 @@ void sp_buf_exit(void)
 
 	WARN_ON(xa_find(&sp_all_bufs, &id, ULONG_MAX, XA_PRESENT));
 	xa_destroy(&sp_all_bufs);
+	sp_node_policy_exit();
 }
 
 static void sp_buf_release(struct kref *ref)
@@ -509,11 +580,25 @@ static vm_fault_t sp_vm_huge_fault(struct vm_fault *vmf, unsigned int order)
 	return vmf_insert_folio_pmd(vmf, folio, vmf->flags & FAULT_FLAG_WRITE);
 }
 
+#if SP_NODE_POLICY
+/* The buffer's node, bound (see sp_node_policy_get()); never a reference. */
+static struct mempolicy *sp_vm_get_policy(struct vm_area_struct *vma,
+					  unsigned long addr, pgoff_t *ilx)
+{
+	struct sp_buf *buf = vma->vm_private_data;
+
+	return READ_ONCE(sp_node_pols[buf->node]);
+}
+#endif
+
 static const struct vm_operations_struct sp_vm_ops = {
 	.open = sp_vm_open,
 	.close = sp_vm_close,
 	.fault = sp_vm_fault,
 	.huge_fault = sp_vm_huge_fault,
+#if SP_NODE_POLICY
+	.get_policy = sp_vm_get_policy,
+#endif
 };
 
 /*
@@ -525,6 +610,7 @@ static int sp_buf_map_pages(struct sp_buf *buf, struct vm_area_struct *vma,
 			    unsigned long pgoff)
 {
 	sp_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_HUGEPAGE);
+	sp_node_policy_get(buf->node);
 	return 0;
 }
 #else

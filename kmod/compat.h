@@ -69,6 +69,18 @@ static inline struct nlattr **sp_genl_dump_attrs(struct netlink_callback *cb)
 #endif
 
 /*
+ * A get_policy vm_op on buffer mappings (buffer.c): where the PMD path maps
+ * buffers as ordinary file mappings, NUMA balancing would otherwise scan
+ * them (see sp_vm_get_policy()). Needs CONFIG_NUMA and 6.7's signature.
+ */
+#if SP_HUGE_MAP && defined(CONFIG_NUMA) && \
+	defined(STRIXPEER_HAVE_VM_OPS_GET_POLICY_ILX)
+#define SP_NODE_POLICY		1
+#else
+#define SP_NODE_POLICY		0
+#endif
+
+/*
  * The device's get_unmapped_area: 2 MiB-aligned placement (address and
  * buffer offset congruent modulo 2 MiB) where thp_get_unmapped_area() is
  * there to do it (CONFIG_TRANSPARENT_HUGEPAGE), else the mm's default.

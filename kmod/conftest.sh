@@ -107,4 +107,14 @@ probe THP_GET_UNMAPPED_AREA \
 	'unsigned long sp_probe(struct file *f);' \
 	'unsigned long sp_probe(struct file *f) { return thp_get_unmapped_area(f, 0, 1UL << 21, 0, 0); }'
 
+# 6.7, ddc1a5cbc05d "mempolicy: alloc_pages_mpol() for NUMA policy without
+# vma": vm_operations_struct.get_policy gained the interleave index
+# argument. buffer.c's get_policy (the PMD path, 6.15+) uses this form.
+probe VM_OPS_GET_POLICY_ILX \
+	'#include <linux/mm.h>' \
+	'#include <linux/mempolicy.h>' \
+	'struct mempolicy *sp_probe_gp(struct vm_area_struct *v, unsigned long a, pgoff_t *i);' \
+	'struct mempolicy *sp_probe_gp(struct vm_area_struct *v, unsigned long a, pgoff_t *i) { return NULL; }' \
+	'const struct vm_operations_struct sp_probe_ops = { .get_policy = sp_probe_gp };'
+
 echo "#endif"

@@ -13,7 +13,8 @@
 # the provisioning tests, which install the packages inside the VM, whose
 # root is this host's; patchelf and debian-archive-keyring: Debian sid's
 # kernel and toolchain, tests/vm/sid-toolchain.sh; perftest and gnuplot-nox:
-# make bench's calibration and plot). Idempotent: packages already
+# make bench's calibration and plot; libvulkan-dev: examples/vulkan_import.c,
+# compile-checked by make examples). Idempotent: packages already
 # present are not touched, and apt is not contacted when nothing is missing.
 # lintian and cmake: tests/host/lintian-check.sh and tests/host/install-check.sh;
 # rpm and rpmlint: tests/host/rpm-check.sh ('make rpm' on a Debian host).
@@ -45,6 +46,7 @@ libucx-dev
 ucx-utils
 openmpi-bin
 libopenmpi-dev
+libvulkan-dev
 libnl-3-dev
 libnl-genl-3-dev
 libkmod-dev

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Builds the test modules of tests/kmod/ - sp_peersim.ko (the simulated
-# PeerDirect core + HCA) and sp_gpusim.ko (an amdgpu/TTM-like DRM exporter
-# whose buffers move) - for one of the VM kernels, in
+# PeerDirect core + HCA), sp_gpusim.ko (an amdgpu/TTM-like DRM exporter
+# whose buffers move) and sp_kfdsim.ko (what amdgpu's KFD does with a user
+# pointer) - for one of the VM kernels, in
 # build/kmod/<kver>/peersim/ (a copy of the sources, so several kernels
 # never share objects). Its Module.symvers is what strixpeer links against
 # (KBUILD_EXTRA_SYMBOLS) to use the peer-memory API.

@@ -19,7 +19,7 @@ ko=$1
 shift
 tests=("$@")
 explicit=${tests[*]}
-[ ${#tests[@]} -gt 0 ] || tests=(abi abi_compat lifetime limits hostile backing huge_map netlink rdma_rxe rdma_regmr peer import_scale peersim_selftest export gem_dmabuf fuzz cli bench asan-abi asan-lifetime asan-limits asan-netlink asan-rdma_regmr doctor engines rdma_churn rdma_dmabuf)
+[ ${#tests[@]} -gt 0 ] || tests=(abi abi_compat lifetime limits hostile backing huge_map netlink rdma_rxe rdma_regmr peer import_scale peersim_selftest export gem_dmabuf fuzz cli bench asan-abi asan-lifetime asan-limits asan-netlink asan-rdma_regmr doctor engines rdma_churn rdma_dmabuf numa_balance kfd_userptr)
 out=${SP_OUT:?SP_OUT not set}
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 
@@ -198,6 +198,24 @@ run_rxe_dmabuf() {
 	return $r
 }
 
+# sp_kfdsim (tests/kmod/kfdsim.c, what KFD does with a user pointer),
+# loaded for the programs that use it and unloaded after: an unload that
+# fails means something of it is still held.
+kfdsim=$kdir/peersim/sp_kfdsim.ko
+run_kfdsim() {	# run_kfdsim <program>
+	local r=0
+	if ! insmod "$kfdsim" 2> "$out/insmod-kfdsim-$1.log"; then
+		gcase "not ok" "kfdsim_loads_for_$1" "# see insmod-kfdsim-$1.log"
+		return 1
+	fi
+	run_tap "$1" "build/tests/$1" || r=1
+	if ! rmmod sp_kfdsim 2>> "$out/insmod-kfdsim-$1.log"; then
+		gcase "not ok" "kfdsim_unloads_after_$1" "# see insmod-kfdsim-$1.log"
+		r=1
+	fi
+	return $r
+}
+
 for t in "${tests[@]}"; do
 	if [ -n "$debug_kernel" ] && [ -z "$explicit" ] && { [ "$t" = cli ] || [ "$t" = bench ] || [ "${t#asan-}" != "$t" ]; }; then
 		gcase ok "$t" "# SKIP user-space check: runs on the non-debug kernels"
@@ -233,6 +251,7 @@ for t in "${tests[@]}"; do
 		run_tap rccl_decision-peersim env SP_RCCL_EXPECT=$rexp build/tests/rccl_decision || rc=1
 		;;
 	rdma_dmabuf) run_rxe_dmabuf || rc=1 ;;
+	numa_balance|kfd_userptr) run_kfdsim "$t" || rc=1 ;;
 	engines) run_tap engines tests/guest/engines-guest.sh "$sim" "$pdko" || rc=1 ;;	# UCX, Open MPI, gpu_import, amdkfd name
 	fuzz)	# tests/fuzz/: short seeded runs (SP_FUZZ_SEEDS, SP_FUZZ_SECONDS); make fuzz runs it long
 		if [ -z "$debug_kernel" ] && [ -z "$explicit" ]; then
