@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * strixpeerctl doctor: strixpeer itself. Module loaded and its version
- * against the library's, the ABI handshake (live only), the module
- * installed (DKMS) for the running kernel and for every other installed
+ * strixpeerctl doctor: the strixpeer check, strixpeer itself. Module
+ * loaded and its version against the library's, the ABI handshake (live
+ * only), what keeps it in use, the module installed (DKMS) for the running kernel and for every other installed
  * kernel, looked up with libkmod in each kernel's module directory under
  * the sysroot, and the device node's permissions against the caller.
  */
