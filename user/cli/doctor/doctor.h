@@ -156,6 +156,23 @@ char *dr_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void *dr_alloc(size_t n);
 void dr_result_free(struct dr_result *r);
 
+/*
+ * findings.c: every finding id doctor can report, its worst status and
+ * where it is reached (a run on a fixture tree, doctor compare, or only
+ * the live system: --rdma-test, doctor peer, the module's handshake).
+ */
+enum dr_reach { DR_REACH_FIXTURE, DR_REACH_COMPARE, DR_REACH_LIVE };
+struct dr_finding {
+	const char *id;		/* "<check>.<what>" */
+	enum dr_status worst;
+	enum dr_reach reach;
+	const char *meaning;	/* one line */
+};
+extern const struct dr_finding dr_findings[];
+extern const size_t dr_nfindings;
+/* the catalogue's entry for @id, NULL when it has none */
+const struct dr_finding *dr_finding(const char *id);
+
 /* io.c: files under the sysroot; every path argument is a format */
 #define DR_ATTR_MAX 4096	/* largest attribute read whole */
 int dr_path(const struct dr_ctx *c, char *out, size_t len, const char *fmt, ...)
