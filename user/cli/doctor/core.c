@@ -260,7 +260,7 @@ void dr_apply_accepted(struct dr_ctx *c)
 }
 
 /*
- * The node's identity: what --compare sets side by side, whichever checks
+ * The node's identity: what doctor compare sets side by side, whichever checks
  * --only picks (the checks add what they find on the way: abi, memlock).
  */
 static void node_facts(struct dr_ctx *c)
