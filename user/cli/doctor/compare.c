@@ -106,8 +106,7 @@ static const char *fact(const struct dr_json *node, const char *key, char *buf, 
 static void compare_fact(struct dr_ctx *c, struct report *reps, int n, const char *key,
 			 const char *what, const char *advice)
 {
-	char list[1024] = "";
-	const char *first = NULL;
+	char list[1024] = "", first[512] = "";
 	bool differ = false;
 	struct dr_result *r;
 	int have = 0;
@@ -120,8 +119,8 @@ static void compare_fact(struct dr_ctx *c, struct report *reps, int n, const cha
 		if (!v || !v[0])
 			continue;
 		have++;
-		if (!first)
-			first = v;
+		if (have == 1)	/* a copy: v may be this iteration's buf */
+			snprintf(first, sizeof(first), "%s", v);
 		else if (strcmp(first, v))
 			differ = true;
 		snprintf(list + l, sizeof(list) - l, "%s%s %s", l ? "; " : "", reps[i].name, v);
