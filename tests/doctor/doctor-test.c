@@ -249,6 +249,16 @@ static void memlock_unlimited_passes(void)
 	dr_ctx_free(c);
 }
 
+static void numa_two_nodes_nic_placed(void)
+{
+	struct dr_ctx *c = run("numa-two-nodes");
+
+	summary_has(expect(c, "numa.nodes", NULL, DR_INFO, NULL), "2 NUMA nodes");
+	CHECK(obs_int(expect(c, "numa.nic", "mlx5_0 0000:01:00.0", DR_PASS, "--cpunodebind=0"),
+		      "node") == 0, "node 0");
+	expect(c, "numa.nic", "mlx5_1 0000:01:00.1", DR_WARN, "numactl");
+}
+
 static void strix_halo_on_6_12_too_old(void)
 {
 	struct dr_ctx *c = run("strix-6.12");
@@ -593,6 +603,7 @@ static void only_selects_checks(void)
 
 #include "dt-gpudirect.h"
 #include "dt-cli.h"
+#include "dt-findings.h"
 
 static const struct tap_case cases[] = {
 	TAP_CASE(healthy_two_port_node_all_pass),
@@ -621,6 +632,7 @@ static const struct tap_case cases[] = {
 	TAP_CASE(memlock_64k_fails),
 	TAP_CASE(memlock_unlimited_passes),
 	TAP_CASE(memlock_services_and_containers),
+	TAP_CASE(numa_two_nodes_nic_placed),
 	TAP_CASE(strix_halo_on_6_12_too_old),
 	TAP_CASE(strix_halo_96g_carveout),
 	TAP_CASE(other_apu_carveout),
@@ -644,6 +656,7 @@ static const struct tap_case cases[] = {
 	TAP_CASE(counters_unchanged_pass),
 	TAP_CASE(broken_attributes_skip_never_crash),
 	TAP_CASE(only_selects_checks),
+	TAP_CASE_T(findings_catalogued_emitted_documented, 180),
 	TAP_CASE_T(cli_json_valid_for_every_fixture, 180),
 	TAP_CASE(cli_exit_codes_and_text),
 	TAP_CASE(cli_bad_input),

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * doctor-test's command-line cases: JSON for every fixture, exit codes,
- * bad input, --compare, valgrind. Included once, by doctor-test.c, after
+ * bad input, doctor compare, valgrind. Included once, by doctor-test.c, after
  * dt.h.
  */
 #ifndef SP_DOCTOR_TEST_DT_CLI_H
@@ -175,7 +175,8 @@ static void cli_bad_input(void)
 
 static void cli_compare(void)
 {
-	/* an MTU mismatch between two nodes is a FAIL */
+	/* an MTU mismatch between two nodes is a FAIL (here through --compare, the
+	 * older spelling of doctor compare, kept for one release) */
 	CHECK(sh("%s doctor -j --sysroot %s/mtu-1500 > %s/a.json; "
 		 "%s doctor -j --sysroot %s/mtu-9000 > %s/b.json; "
 		 "%s doctor -j --compare %s/a.json %s/b.json > %s/cmp.json",
@@ -184,27 +185,27 @@ static void cli_compare(void)
 		 "m=[c for c in d[\"checks\"] if c[\"id\"] == \"compare.mtu\"][0]; "
 		 "assert m[\"status\"] == \"FAIL\" and \"1024\" in m[\"summary\"] and \"4096\" in m[\"summary\"], m; "
 		 "assert \"mtu 9000\" in m[\"advice\"], m' %s/cmp.json", fx) == 0, "compare.mtu");
-	CHECK(sh("%s doctor --compare %s/a.json %s/b.json | grep -q '^FAIL  compare.mtu'",
+	CHECK(sh("%s doctor compare %s/a.json %s/b.json | grep -q '^FAIL  compare.mtu'",
 		 ctl, fx, fx) == 0, "text");
 	/* the same MTU everywhere: no MTU finding */
 	CHECK(sh("%s doctor -j --sysroot %s/healthy > %s/c.json; "
-		 "%s doctor -j --compare %s/b.json %s/c.json | grep -q "
+		 "%s doctor -j compare %s/b.json %s/c.json | grep -q "
 		 "'\"id\":\"compare.mtu\",\"check\":\"compare\",\"subject\":\"\",\"status\":\"PASS\"'",
 		 ctl, fx, fx, ctl, fx, fx) == 0, "same mtu");
 	/* different kernels: a WARN naming both */
 	CHECK(sh("%s doctor -j --sysroot %s/strix-6.12 > %s/d.json; "
-		 "%s doctor --compare %s/c.json %s/d.json | grep -q '^WARN  compare.kernel.*6.12.38'",
+		 "%s doctor compare %s/c.json %s/d.json | grep -q '^WARN  compare.kernel.*6.12.38'",
 		 ctl, fx, fx, ctl, fx, fx) == 0, "kernels");
 	/* bad reports: a clear error, exit 3 */
 	CHECK(sh("echo '{\"node\": {}, \"checks\": [' > %s/bad.json; "
-		 "%s doctor --compare %s/a.json %s/bad.json 2>&1 | grep -q 'bad.json: not JSON: line 2'",
+		 "%s doctor compare %s/a.json %s/bad.json 2>&1 | grep -q 'bad.json: not JSON: line 2'",
 		 fx, ctl, fx, fx) == 0, "truncated JSON");
-	CHECK(sh("%s doctor --compare %s/a.json %s/bad.json > /dev/null 2>&1", ctl, fx, fx) == 3,
+	CHECK(sh("%s doctor compare %s/a.json %s/bad.json > /dev/null 2>&1", ctl, fx, fx) == 3,
 	      "exit");
-	CHECK(sh("echo '[1,2]' > %s/arr.json; %s doctor --compare %s/a.json %s/arr.json 2>&1 | "
+	CHECK(sh("echo '[1,2]' > %s/arr.json; %s doctor compare %s/a.json %s/arr.json 2>&1 | "
 		 "grep -q 'not a report'", fx, ctl, fx, fx) == 0, "not a report");
-	CHECK(sh("%s doctor --compare %s/a.json > /dev/null 2>&1", ctl, fx) == 3, "one report");
-	CHECK(sh("%s doctor --compare %s/a.json /nonexistent.json > /dev/null 2>&1", ctl, fx) == 3,
+	CHECK(sh("%s doctor compare %s/a.json > /dev/null 2>&1", ctl, fx) == 3, "one report");
+	CHECK(sh("%s doctor compare %s/a.json /nonexistent.json > /dev/null 2>&1", ctl, fx) == 3,
 	      "missing");
 }
 

@@ -290,6 +290,12 @@ f=$out/mtu-9000;	base "$f"; cx4 "$f" 9000
 f=$out/mtu-edge;	base "$f"; cx4 "$f" 4176; netdev "$f" veth0 4176
 rxe "$f" rxe0 veth0 "4: ACTIVE" "5: LinkUp"
 
+# two NUMA nodes (not Strix Halo): the ConnectX-4's first function on node
+# 0, the second one's firmware not saying (numa_node -1)
+f=$out/numa-two-nodes;	base "$f"; cx4 "$f"
+w "$f/sys/devices/system/node/online" "0-1"
+w "$f/sys/devices/system/node/node1/cpulist" "32-63"
+w "$f/sys/devices/pci0000:00/0000:00:01.1/0000:01:00.1/numa_node" "-1"
 f=$out/memlock-64k;	base "$f"
 sed -i 's/^Max locked memory .*/Max locked memory         65536                65536                bytes     /' \
 	"$f/proc/self/limits"

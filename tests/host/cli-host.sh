@@ -69,6 +69,19 @@ expect bench_serve_takes_no_host 2 stderr 'unexpected argument "h" \(--serve tak
 expect extra_after_doctor_serve 3 stderr 'unexpected argument "bogusarg"' -- doctor --serve bogusarg
 expect extra_after_doctor 3 stderr 'unexpected argument "now"' -- doctor now
 expect timestamp_is_for_monitor 2 stderr '-t is for monitor only' -- -t status
+# doctor peer|serve|compare; the older flags still parse (aliases for one release)
+expect help_doctor_commands 0 stdout '^       strixpeerctl doctor serve \[--bind ADDR\]' -- doctor help
+expect extra_after_doctor_serve_cmd 3 stderr 'unexpected argument "bogusarg"' -- doctor serve bogusarg
+expect doctor_peer_needs_host 3 stderr 'doctor peer: which HOST\?' -- doctor peer
+expect doctor_compare_needs_reports 3 stderr 'doctor compare: no reports' -- doctor compare
+expect doctor_compare_missing_file 3 stderr 'nonexistent' -- doctor compare /nonexistent/a.json /nonexistent/b.json
+expect doctor_compare_flag_alias 3 stderr 'nonexistent' -- doctor --compare /nonexistent/a.json /nonexistent/b.json
+expect doctor_cmd_and_old_flag 3 stderr 'older spellings of doctor peer, serve and compare' -- doctor serve --compare x
+expect doctor_serve_and_rdma_test 3 stderr 'exclude each other' -- doctor serve --rdma-test
+expect doctor_options_after_cmd 3 stderr 'bad --size' -- doctor peer h --size 0
+# a usage error on a doctor command line is 3 everywhere, also before "doctor"
+expect doctor_global_bad_option 3 stderr 'strixpeerctl help' -- --frob doctor
+expect doctor_global_timestamp 3 stderr '-t is for monitor only' -- -t doc
 
 # config set: keys exact or a unique prefix, values checked first
 expect config_key_ambiguous 2 stderr 'ambiguous config key "max": could be max_buf_size or max_pinned_bytes' -- config set max 2G

@@ -43,18 +43,18 @@ static int sp_sock_io(int fd, void *buf, size_t len, bool out)
 	return 0;
 }
 
-int sp_bench_send_msg(struct sp_conn *c, struct sp_msg *m)
+int sp_bench_send_msg(struct sp_conn *c, struct sp_bench_msg *m)
 {
 	return sp_sock_io(c->sock, m, sizeof(*m), true);
 }
 
-int sp_bench_recv_msg(struct sp_conn *c, struct sp_msg *m)
+int sp_bench_recv_msg(struct sp_conn *c, struct sp_bench_msg *m)
 {
 	return sp_sock_io(c->sock, m, sizeof(*m), false);
 }
 
 /* Request and reply; a non-zero status in the reply is the error. */
-int sp_bench_call(struct sp_conn *c, struct sp_msg *m, uint32_t want)
+int sp_bench_call(struct sp_conn *c, struct sp_bench_msg *m, uint32_t want)
 {
 	int ret = sp_bench_send_msg(c, m);
 
@@ -350,7 +350,7 @@ int sp_bench_send_sink(struct sp_conn *c, struct sp_bench_mem *m, size_t half,
 		posted++;
 	}
 	{
-		struct sp_msg r = { .cmd = SP_CMD_READY };
+		struct sp_bench_msg r = { .cmd = SP_CMD_READY };
 
 		ret = sp_bench_send_msg(c, &r);
 		if (ret)

@@ -29,7 +29,7 @@ enum sp_cmd {
 };
 
 /* Control message (both nodes are little-endian x86-64 or arm64). */
-struct sp_msg {
+struct sp_bench_msg {
 	uint32_t cmd;
 	uint32_t kind;
 	uint64_t size;		/* ALLOC: bytes; tests: message size */
@@ -50,9 +50,9 @@ struct sp_conn {
 	pid_t child;
 };
 
-int sp_bench_send_msg(struct sp_conn *c, struct sp_msg *m);
-int sp_bench_recv_msg(struct sp_conn *c, struct sp_msg *m);
-int sp_bench_call(struct sp_conn *c, struct sp_msg *m, uint32_t want);
+int sp_bench_send_msg(struct sp_conn *c, struct sp_bench_msg *m);
+int sp_bench_recv_msg(struct sp_conn *c, struct sp_bench_msg *m);
+int sp_bench_call(struct sp_conn *c, struct sp_bench_msg *m, uint32_t want);
 int sp_bench_port_plus_one(const char *port, char *out, size_t len);
 int sp_bench_qp_setup(struct sp_conn *c, const struct sp_bench_opts *o, bool server);
 void sp_bench_conn_param(struct rdma_conn_param *p);

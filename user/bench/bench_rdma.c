@@ -125,7 +125,7 @@ int sp_bench_rdma_serve(const struct sp_bench_opts *o, struct sp_dev *dev, int r
 	}
 
 	for (;;) {
-		struct sp_msg q, r;
+		struct sp_bench_msg q, r;
 
 		ret = sp_bench_recv_msg(&c, &q);
 		if (ret)
@@ -294,7 +294,7 @@ static int sp_client_connect(struct sp_bench *b, struct sp_conn *c)
 	struct rdma_addrinfo hints, *res = NULL;
 	struct rdma_conn_param param;
 	struct sockaddr_in src;
-	struct sp_msg m;
+	struct sp_bench_msg m;
 	char port1[16];
 	int ret;
 
@@ -411,7 +411,7 @@ static int sp_measure(struct sp_bench *b, struct sp_conn *c, unsigned int op, si
 	uint64_t n = sp_bw_iters(o, size), warm = n / 10 + 1;
 	uint64_t ln = o->lat_iters, lwarm;
 	struct sp_bench_series *s;
-	struct sp_msg q;
+	struct sp_bench_msg q;
 	double secs = 0, *lat;
 	int ret;
 
@@ -499,7 +499,7 @@ static int sp_rdma_figures(struct sp_bench *b, struct sp_dev *dev, struct sp_con
 			for (int i = 0; i < SP_BENCH_NR_KINDS; i++) {
 				enum sp_bench_kind k = (enum sp_bench_kind)((i + r) % SP_BENCH_NR_KINDS);
 				struct sp_bench_mem m;
-				struct sp_msg q;
+				struct sp_bench_msg q;
 				int ret;
 
 				if (!(o->kinds & (1U << k)) || !b->available[k])
@@ -648,7 +648,7 @@ int sp_bench_rdma_run(struct sp_bench *b, struct sp_dev *dev, sp_bench_host_fn *
 		sp_bench_progress(b, "RDMA figures stopped: %s", sp_bench_errmsg());
 	}
 	if (c.sock >= 0) {
-		struct sp_msg q = { .cmd = SP_CMD_QUIT };
+		struct sp_bench_msg q = { .cmd = SP_CMD_QUIT };
 
 		sp_bench_send_msg(&c, &q);
 		sp_bench_recv_msg(&c, &q);

@@ -85,6 +85,22 @@ static int cmd_help(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * A usage error exits 2, except on a doctor command line, where 2 means a
+ * FAIL: there every usage error exits 3 (doctor could not run), also one
+ * in the options before the word "doctor" (strixpeerctl(8), EXIT STATUS).
+ * The global options take no argument: the first other word is the object.
+ */
+static int usage_status(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (argv[i][0] == '-' && argv[i][1])
+			continue;
+		return argv[i][0] && !strncmp("doctor", argv[i], strlen(argv[i])) ? 3 : 2;
+	}
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -97,7 +113,7 @@ int main(int argc, char **argv)
 	};
 	const struct cmd *obj;
 	bool pretty = false, version = false, help = false;
-	int c;
+	int c, usage_rc = usage_status(argc, argv);
 
 	while ((c = getopt_long(argc, argv, "+jptVh", opts, NULL)) != -1) {
 		switch (c) {
@@ -118,7 +134,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr, "strixpeerctl: see \"strixpeerctl help\"\n");
-			return 2;
+			return usage_rc;
 		}
 	}
 	argc -= optind;
@@ -128,7 +144,7 @@ int main(int argc, char **argv)
 		return cmd_help(argc, argv);
 	if (version) {
 		if (extra_args(NULL, argc, argv, 0))
-			return 2;
+			return usage_rc;
 		if (!cli_json) {
 			printf("strixpeerctl %s\n", sp_lib_version());
 			return 0;
@@ -142,10 +158,10 @@ int main(int argc, char **argv)
 	if (argc < 1)
 		obj = &top_cmds[0];	/* the first is the default */
 	else if (!(obj = find_word("object", NULL, argv[0], top_cmds, sizeof(*top_cmds))))
-		return 2;
+		return usage_rc;
 	if (cli_timestamps && strcmp(obj->name, "monitor")) {
 		fprintf(stderr, "strixpeerctl: -t is for monitor only\n");
-		return 2;
+		return usage_rc;
 	}
 	if (argc > 1 && is_help(argv[1]) && obj->usage)
 		return print_usage(obj->usage);

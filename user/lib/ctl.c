@@ -189,7 +189,8 @@ static int sp_transact(struct sp_ctl *ctl, struct nl_msg *msg, struct sp_req *r,
 	return r->stop;
 }
 
-static struct nl_msg *sp_msg(struct sp_ctl *ctl, uint8_t cmd, int flags)
+/* A generic netlink request of @cmd to strixpeer's family (not a message text). */
+static struct nl_msg *sp_genl_msg(struct sp_ctl *ctl, uint8_t cmd, int flags)
 {
 	struct nl_msg *msg = nlmsg_alloc();
 
@@ -317,7 +318,7 @@ int sp_ctl_info(struct sp_ctl *ctl, struct sp_info *info)
 {
 	struct sp_info full = { .size = sizeof(full) };
 	struct sp_req r = { .parse = parse_info, .maxattr = STRIXPEER_A_INFO_MAX, .arg = &full };
-	struct nl_msg *msg = sp_msg(ctl, STRIXPEER_CMD_INFO, 0);
+	struct nl_msg *msg = sp_genl_msg(ctl, STRIXPEER_CMD_INFO, 0);
 	int ret;
 
 	if (!msg)
@@ -403,7 +404,7 @@ int sp_ctl_bufs(struct sp_ctl *ctl, uint32_t pid,
 {
 	struct sp_buf_walk w = { .cb = cb, .arg = arg };
 	struct sp_req r = { .parse = parse_buf, .maxattr = STRIXPEER_A_BUF_MAX, .arg = &w };
-	struct nl_msg *msg = sp_msg(ctl, STRIXPEER_CMD_BUF_GET, NLM_F_DUMP);
+	struct nl_msg *msg = sp_genl_msg(ctl, STRIXPEER_CMD_BUF_GET, NLM_F_DUMP);
 
 	if (!msg)
 		return sp_fail(ENOMEM, "out of memory");
@@ -425,7 +426,7 @@ static int sp_ctl_buf_get_full(struct sp_ctl *ctl, uint32_t id, struct sp_buf_en
 {
 	struct sp_buf_walk w = { .cb = copy_buf, .arg = e };
 	struct sp_req r = { .parse = parse_buf, .maxattr = STRIXPEER_A_BUF_MAX, .arg = &w };
-	struct nl_msg *msg = sp_msg(ctl, STRIXPEER_CMD_BUF_GET, 0);
+	struct nl_msg *msg = sp_genl_msg(ctl, STRIXPEER_CMD_BUF_GET, 0);
 
 	if (!msg)
 		return sp_fail(ENOMEM, "out of memory");
@@ -497,7 +498,7 @@ int sp_ctl_stats(struct sp_ctl *ctl, struct sp_counters *c)
 {
 	struct sp_counters full = { .size = sizeof(full) };
 	struct sp_req r = { .parse = parse_stats, .maxattr = STRIXPEER_A_STATS_MAX, .arg = &full };
-	struct nl_msg *msg = sp_msg(ctl, STRIXPEER_CMD_STATS_GET, 0);
+	struct nl_msg *msg = sp_genl_msg(ctl, STRIXPEER_CMD_STATS_GET, 0);
 	int ret;
 
 	if (!msg)
@@ -531,7 +532,7 @@ int sp_ctl_config_get(struct sp_ctl *ctl, struct sp_config *cfg)
 {
 	struct sp_config full = { .size = sizeof(full) };
 	struct sp_req r = { .parse = parse_config, .maxattr = STRIXPEER_A_CONFIG_MAX, .arg = &full };
-	struct nl_msg *msg = sp_msg(ctl, STRIXPEER_CMD_CONFIG_GET, 0);
+	struct nl_msg *msg = sp_genl_msg(ctl, STRIXPEER_CMD_CONFIG_GET, 0);
 	int ret;
 
 	if (!msg)
@@ -551,7 +552,7 @@ int sp_ctl_config_set(struct sp_ctl *ctl, const struct sp_config *cfg, unsigned 
 	if (!mask || (mask & ~(SP_CONFIG_MAX_BUF_SIZE | SP_CONFIG_MAX_PINNED_BYTES |
 			       SP_CONFIG_DEFAULT_NODE | SP_CONFIG_REQUIRE_HUGE)))
 		return sp_fail(EINVAL, "config set: invalid mask 0x%x", mask);
-	msg = sp_msg(ctl, STRIXPEER_CMD_CONFIG_SET, 0);
+	msg = sp_genl_msg(ctl, STRIXPEER_CMD_CONFIG_SET, 0);
 	if (!msg)
 		return sp_fail(ENOMEM, "out of memory");
 	if (mask & SP_CONFIG_MAX_BUF_SIZE)

@@ -45,14 +45,14 @@ _Static_assert(SP_EXPORT_RDWR == STRIXPEER_EXPORT_RDWR, "export flags");
 /* Oldest module ABI minor this library works with (per major). */
 static const unsigned int sp_abi_minor_min;
 
-static __thread char sp_msg[512];
+static __thread char sp_errbuf[512];
 
 int sp_fail(int err, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(sp_msg, sizeof(sp_msg), fmt, ap);
+	vsnprintf(sp_errbuf, sizeof(sp_errbuf), fmt, ap);
 	va_end(ap);
 	return -err;
 }
@@ -64,7 +64,7 @@ const char *sp_lib_version(void)
 
 const char *sp_errmsg(void)
 {
-	return sp_msg[0] ? sp_msg : "no error";
+	return sp_errbuf[0] ? sp_errbuf : "no error";
 }
 
 static int sp_handshake(struct sp_dev *dev, const char *path)
@@ -232,11 +232,11 @@ int sp_buf_alloc(struct sp_dev *dev, size_t size, int node,
 	if (!(flags & SP_ALLOC_UNMAPPED)) {
 		ret = sp_buf_map(buf);
 		if (ret) {
-			char msg[sizeof(sp_msg)];
+			char msg[sizeof(sp_errbuf)];
 
-			memcpy(msg, sp_msg, sizeof(msg));
+			memcpy(msg, sp_errbuf, sizeof(msg));
 			sp_buf_free(buf);
-			memcpy(sp_msg, msg, sizeof(msg));
+			memcpy(sp_errbuf, msg, sizeof(msg));
 			return ret;
 		}
 	}

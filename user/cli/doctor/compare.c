@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * strixpeerctl doctor --compare A.json B.json ...: several nodes' reports
+ * strixpeerctl doctor compare A.json B.json ...: several nodes' reports
  * (doctor -j) side by side, and the differences that break a cluster:
  * MTU, kernel, module/library/ABI and firmware versions, PeerDirect client
  * names, RLIMIT_MEMLOCK.
@@ -34,13 +34,13 @@ static int read_report(const char *file, struct report *rep)
 	int fd = open(file, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0 || fstat(fd, &st) < 0) {
-		fprintf(stderr, "strixpeerctl doctor: --compare %s: %s\n", file, strerror(errno));
+		fprintf(stderr, "strixpeerctl doctor compare: %s: %s\n", file, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -1;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size > MAX_REPORT) {
-		fprintf(stderr, "strixpeerctl doctor: --compare %s: %s\n", file,
+		fprintf(stderr, "strixpeerctl doctor compare: %s: %s\n", file,
 			S_ISREG(st.st_mode) ? "larger than 64 MiB: not a doctor report" :
 					      "not a regular file");
 		close(fd);
@@ -54,14 +54,14 @@ static int read_report(const char *file, struct report *rep)
 	rep->root = dr_json_parse(text, got, err, sizeof(err));
 	free(text);
 	if (!rep->root) {
-		fprintf(stderr, "strixpeerctl doctor: --compare %s: not JSON: %s\n", file, err);
+		fprintf(stderr, "strixpeerctl doctor compare: %s: not JSON: %s\n", file, err);
 		return -1;
 	}
 	rep->node = dr_json_get(rep->root, "node");
 	rep->checks = dr_json_get(rep->root, "checks");
 	if (!rep->node || rep->node->type != DR_J_OBJ || !rep->checks ||
 	    rep->checks->type != DR_J_ARR) {
-		fprintf(stderr, "strixpeerctl doctor: --compare %s: JSON, but not a report of \"strixpeerctl doctor -j\" (no \"node\" and \"checks\")\n",
+		fprintf(stderr, "strixpeerctl doctor compare: %s: JSON, but not a report of \"strixpeerctl doctor -j\" (no \"node\" and \"checks\")\n",
 			file);
 		return -1;
 	}
@@ -106,8 +106,7 @@ static const char *fact(const struct dr_json *node, const char *key, char *buf, 
 static void compare_fact(struct dr_ctx *c, struct report *reps, int n, const char *key,
 			 const char *what, const char *advice)
 {
-	char list[1024] = "";
-	const char *first = NULL;
+	char list[1024] = "", first[512] = "";
 	bool differ = false;
 	struct dr_result *r;
 	int have = 0;
@@ -120,8 +119,8 @@ static void compare_fact(struct dr_ctx *c, struct report *reps, int n, const cha
 		if (!v || !v[0])
 			continue;
 		have++;
-		if (!first)
-			first = v;
+		if (have == 1)	/* a copy: v may be this iteration's buf */
+			snprintf(first, sizeof(first), "%s", v);
 		else if (strcmp(first, v))
 			differ = true;
 		snprintf(list + l, sizeof(list) - l, "%s%s %s", l ? "; " : "", reps[i].name, v);
@@ -280,7 +279,7 @@ int dr_compare(struct dr_ctx *c, int nfiles, char **files)
 	int ret = 0;
 
 	if (nfiles < 2) {
-		fprintf(stderr, "strixpeerctl doctor: --compare needs two or more reports (strixpeerctl doctor -j > NODE.json on each node)\n");
+		fprintf(stderr, "strixpeerctl doctor compare: needs two or more reports (strixpeerctl doctor -j > NODE.json on each node)\n");
 		return -1;
 	}
 	reps = dr_alloc((size_t)nfiles * sizeof(*reps));

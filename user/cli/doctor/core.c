@@ -260,7 +260,7 @@ void dr_apply_accepted(struct dr_ctx *c)
 }
 
 /*
- * The node's identity: what --compare sets side by side, whichever checks
+ * The node's identity: what doctor compare sets side by side, whichever checks
  * --only picks (the checks add what they find on the way: abi, memlock).
  */
 static void node_facts(struct dr_ctx *c)
@@ -286,19 +286,11 @@ static void node_facts(struct dr_ctx *c)
 
 void dr_run(struct dr_ctx *c)
 {
+#define DR_CHECK_FN(up, name) [DR_C_##up] = dr_check_##name,
 	static void (*const checks[DR_NCHECKS])(struct dr_ctx *) = {
-		[DR_C_RDMA] = dr_check_rdma,
-		[DR_C_PCIE] = dr_check_pcie,
-		[DR_C_MTU] = dr_check_mtu,
-		[DR_C_MEMORY] = dr_check_memory,
-		[DR_C_NUMA] = dr_check_numa,
-		[DR_C_IOMMU] = dr_check_iommu,
-		[DR_C_GPU] = dr_check_gpu,
-		[DR_C_GPUDIRECT] = dr_check_gpudirect,
-		[DR_C_THUNDERBOLT] = dr_check_thunderbolt,
-		[DR_C_COUNTERS] = dr_check_counters,
-		[DR_C_STRIXPEER] = dr_check_strixpeer,
+		DR_CHECKS(DR_CHECK_FN)
 	};
+#undef DR_CHECK_FN
 
 	node_facts(c);
 	dr_scan_ports(c);

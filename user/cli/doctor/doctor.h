@@ -3,8 +3,9 @@
  * strixpeerctl doctor: what is wrong with this RDMA node, and does RDMA into
  * strixpeer memory work on it.
  *
- * The checks (rdma.c, link.c, pci.c, memory.c, gpu.c, route.c, stack.c, self.c) read
- * files only, each of them under ctx->sysroot, so that each check runs
+ * The checks (DR_CHECKS below, one file each named after the check, with
+ * pci.c's shared PCI helpers and route.c, stack.c, ucx.c under gpudirect)
+ * read files only, each of them under ctx->sysroot, so that each check runs
  * against a fake tree in the tests (tests/doctor/). What files cannot show
  * (the verbs device, the module's ABI handshake, the dma-buf MR probe) is
  * asked only when ctx->live is set (sysroot "/"), in live.c, rdmatest.c
@@ -48,14 +49,34 @@ struct dr_result {
 	size_t nvals;
 };
 
-/* The checks, as --only names them. */
+/*
+ * The checks, registered once: X(ENUM, name), in the order they run. The
+ * name is what --only takes, the prefix of the check's finding ids, and
+ * its file (name.c) defines dr_check_<name>(). This generates enum
+ * dr_check, dr_check_names[] (result.c), core.c's checks[] and the
+ * prototypes below.
+ */
+#define DR_CHECKS(X)			\
+	X(RDMA, rdma)			\
+	X(PCIE, pcie)			\
+	X(MTU, mtu)			\
+	X(MEMORY, memory)		\
+	X(NUMA, numa)			\
+	X(IOMMU, iommu)			\
+	X(GPU, gpu)			\
+	X(GPUDIRECT, gpudirect)		\
+	X(THUNDERBOLT, thunderbolt)	\
+	X(COUNTERS, counters)		\
+	X(STRIXPEER, strixpeer)
+
+#define DR_CHECK_ENUM(up, name) DR_C_##up,
 enum dr_check {
-	DR_C_RDMA, DR_C_PCIE, DR_C_MTU, DR_C_MEMORY, DR_C_NUMA, DR_C_IOMMU,
-	DR_C_GPU, DR_C_GPUDIRECT, DR_C_THUNDERBOLT, DR_C_COUNTERS,
-	DR_C_STRIXPEER, DR_NCHECKS,
-	DR_C_COMPARE = DR_NCHECKS,	/* --compare's results; not a check */
+	DR_CHECKS(DR_CHECK_ENUM)
+	DR_NCHECKS,
+	DR_C_COMPARE = DR_NCHECKS,	/* doctor compare's results; not a check */
 	DR_C_RDMATEST,			/* --rdma-test's results */
 };
+#undef DR_CHECK_ENUM
 
 extern const char *const dr_check_names[DR_C_RDMATEST + 1];
 
@@ -135,6 +156,23 @@ char *dr_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void *dr_alloc(size_t n);
 void dr_result_free(struct dr_result *r);
 
+/*
+ * findings.c: every finding id doctor can report, its worst status and
+ * where it is reached (a run on a fixture tree, doctor compare, or only
+ * the live system: --rdma-test, doctor peer, the module's handshake).
+ */
+enum dr_reach { DR_REACH_FIXTURE, DR_REACH_COMPARE, DR_REACH_LIVE };
+struct dr_finding {
+	const char *id;		/* "<check>.<what>" */
+	enum dr_status worst;
+	enum dr_reach reach;
+	const char *meaning;	/* one line */
+};
+extern const struct dr_finding dr_findings[];
+extern const size_t dr_nfindings;
+/* the catalogue's entry for @id, NULL when it has none */
+const struct dr_finding *dr_finding(const char *id);
+
 /* io.c: files under the sysroot; every path argument is a format */
 #define DR_ATTR_MAX 4096	/* largest attribute read whole */
 int dr_path(const struct dr_ctx *c, char *out, size_t len, const char *fmt, ...)
@@ -188,21 +226,21 @@ void dr_os_headers(const struct dr_ctx *c, char *out, size_t len, const char *kv
 void dr_os_addgroup(const struct dr_ctx *c, char *out, size_t len, const char *group);
 void dr_fmt(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* The checks; each adds its results to @c. */
-/* rdma.c: the port scan (once per context) and the rdma check */
+/* The checks (DR_CHECKS): dr_check_<name>() in <name>.c adds its results to @c. */
+#define DR_CHECK_PROTO(up, name) void dr_check_##name(struct dr_ctx *c);
+DR_CHECKS(DR_CHECK_PROTO)
+#undef DR_CHECK_PROTO
+/* rdma.c: the port scan (once per context) and the port name */
 void dr_scan_ports(struct dr_ctx *c);
 void dr_port_name(const struct dr_port *p, char *out, size_t len);
-void dr_check_rdma(struct dr_ctx *c);
-/* link.c: the ports' MTU, error counters, USB4/Thunderbolt links */
-void dr_check_mtu(struct dr_ctx *c);
-void dr_check_counters(struct dr_ctx *c);
-void dr_check_thunderbolt(struct dr_ctx *c);
-void dr_check_pcie(struct dr_ctx *c);
-void dr_check_numa(struct dr_ctx *c);
-void dr_check_iommu(struct dr_ctx *c);
-void dr_check_memory(struct dr_ctx *c);
-void dr_check_gpu(struct dr_ctx *c);
-void dr_check_gpudirect(struct dr_ctx *c);
+/* gpu.c: the AMD GPUs (vendor 1002, display class), for gpudirect.c */
+struct dr_gpu {
+	char bdf[32];
+	char path[256];		/* under /sys/devices */
+	uint64_t device;
+};
+#define DR_MAX_GPUS 8
+int dr_find_amd_gpus(struct dr_ctx *c, struct dr_gpu *g, int max);
 /*
  * stack.c: what RCCL decides (after gpudirect's other results, whose
  * rccl_level it reads); @dmabuf_nic: 1 a NIC takes dma-buf MRs, 0 none, -1
@@ -217,7 +255,6 @@ void dr_check_rccl(struct dr_ctx *c, int dmabuf_nic, bool any_gpu_nic, int clien
 int dr_dmabuf_kernel_test(struct dr_ctx *c, bool ucx, char *used, size_t len);
 /* ucx.c: gpudirect.ucx, what UCX decides for ROCm memory */
 void dr_check_ucx(struct dr_ctx *c, int client, bool no_gpu_nic, bool dmabuf_nic);
-void dr_check_strixpeer(struct dr_ctx *c);
 /*
  * route.c: where a peer-memory core would come from (kernel flavour from
  * uname -r, OFED's files, /proc/kallsyms) and gpudirect.route, the route
@@ -246,7 +283,15 @@ void dr_check_route(struct dr_ctx *c, const struct dr_core *k, int client);
 /* The node facts and every wanted check, in order. */
 void dr_run(struct dr_ctx *c);
 
-/* pci.c helpers other checks use */
+/* pci.c: PCI helpers the pcie, numa, iommu and gpudirect checks share */
+/* the BDF (last component) of a PCI device path */
+const char *dr_pci_bdf(const char *path);
+/* @path becomes its parent PCI function's; false at the host bridge */
+bool dr_pci_parent(char *path);
+/* the RDMA devices on the PCI function @pci: "mlx4_0" */
+void dr_pci_devs_on(const struct dr_ctx *c, const char *pci, char *out, size_t len);
+/* port @i is the first of its PCI function (one result per NIC) */
+bool dr_pci_first_port(const struct dr_ctx *c, size_t i);
 int dr_pci_common(const char *a, const char *b, char *out, size_t len);
 
 /* live.c: what only the running system can answer (ctx->live) */

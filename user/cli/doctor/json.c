@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * strixpeerctl doctor: a small strict JSON reader for --compare (RFC 8259:
+ * strixpeerctl doctor: a small strict JSON reader for doctor compare (RFC 8259:
  * objects, arrays, strings with escapes, numbers, true/false/null).
  * Errors name the line and column; nesting is limited.
  */

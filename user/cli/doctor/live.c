@@ -84,7 +84,7 @@ int dr_live_module_abi(char *out, size_t len, char *why, size_t wlen, int *err)
 int dr_live_peer_reason(char *out, size_t len)
 {
 	struct sp_ctl *ctl;
-	struct sp_info info;
+	struct sp_info info = { .size = sizeof(info) };
 	int ret;
 
 	out[0] = '\0';

@@ -3,9 +3,13 @@
  * strixpeerctl doctor: options.
  *
  *   doctor [-j | -p] [--sysroot DIR] [--only CHECK,...]
- *          [--rdma-test [--device DEV] [--size BYTES] [--peer HOST [--port PORT]]]
- *   doctor --serve [--bind ADDR] [--port PORT] [--size BYTES] [--once]
- *   doctor [-j] --compare A.json B.json ...
+ *          [--rdma-test [--device DEV] [--size BYTES]]
+ *   doctor peer HOST [--port PORT] [--device DEV] [--size BYTES] [...]
+ *   doctor serve [--bind ADDR] [--port PORT] [--size BYTES] [--once]
+ *   doctor [-j] compare A.json B.json ...
+ *
+ * --peer HOST, --serve and --compare are the older spellings of the three
+ * commands, kept as aliases for one release (0.1.x).
  *
  * Exit status: 0 nothing to fix, 1 a WARN, 2 a FAIL, 3 doctor could not
  * run (bad option, --sysroot not usable, a report that is not one).
@@ -23,11 +27,12 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: strixpeerctl doctor [-j | -p] [--sysroot DIR] [--only CHECK,...]\n"
-		"                           [--rdma-test [--device DEV] [--size BYTES]\n"
-		"                                        [--peer HOST [--port PORT]]]\n"
-		"       strixpeerctl doctor --serve [--bind ADDR] [--port PORT] [--once]\n"
-		"       strixpeerctl doctor [-j] --compare A.json B.json ...\n"
+		"                           [--rdma-test [--device DEV] [--size BYTES]]\n"
+		"       strixpeerctl doctor peer HOST [--port PORT] [--device DEV] [--size BYTES]\n"
+		"       strixpeerctl doctor serve [--bind ADDR] [--port PORT] [--size BYTES] [--once]\n"
+		"       strixpeerctl doctor [-j] compare A.json B.json ...\n"
 		"       [--accept ID[=SUBJECT]]... (also /etc/strixpeer/doctor.conf: accept ID[=SUBJECT])\n"
+		"  --peer HOST, --serve, --compare: the same three, kept for one release\n"
 		"  -j JSON, -p indented JSON (both also before \"doctor\")\n"
 		"  --only takes checks or check ids as printed (pcie, pcie.link)\n"
 		"checks:");
@@ -71,7 +76,7 @@ int doctor_main(int argc, char **argv, bool json)
 	};
 	struct dr_rt_opts rt = { .port = "18515", .size = 8 << 20 };
 	bool pretty = false, rdma = false, serve = false, compare = false, own_json = false;
-	const char *sysroot = "/", *only = NULL;
+	const char *sysroot = "/", *only = NULL, *cmd = NULL;
 	struct dr_ctx c;
 	int opt, ret;
 
@@ -90,7 +95,7 @@ int doctor_main(int argc, char **argv, bool json)
 	/* argv[-1] is "doctor" in strixpeerctl's argv: getopt skips it */
 	argc++;
 	argv--;
-	optind = 1;
+	optind = 0;	/* 0: GNU getopt starts over (permuting again, not strixpeerctl's "+") */
 	while ((opt = getopt_long(argc, argv, "jph", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'j':
@@ -148,8 +153,32 @@ int doctor_main(int argc, char **argv, bool json)
 			return DR_EXIT_USAGE;
 		}
 	}
+	/* doctor peer|serve|compare: the first word after the options */
+	if (optind < argc && (!strcmp(argv[optind], "peer") || !strcmp(argv[optind], "serve") ||
+			      !strcmp(argv[optind], "compare"))) {
+		cmd = argv[optind++];
+		if (serve || compare || rt.peer) {
+			fprintf(stderr, "strixpeerctl doctor %s: --peer, --serve and --compare are the older spellings of doctor peer, serve and compare: use one\n",
+				cmd);
+			return DR_EXIT_USAGE;
+		}
+		serve = cmd[0] == 's';
+		compare = cmd[0] == 'c';
+		rdma = rdma || cmd[0] == 'p';
+	}
 	if (serve + compare + rdma > 1) {
-		fprintf(stderr, "strixpeerctl doctor: --serve, --compare and --rdma-test/--peer exclude each other\n");
+		fprintf(stderr, "strixpeerctl doctor: serve, compare and peer/--rdma-test exclude each other\n");
+		return DR_EXIT_USAGE;
+	}
+	if (cmd && cmd[0] == 'p') {	/* doctor peer HOST */
+		if (optind >= argc) {
+			fprintf(stderr, "strixpeerctl doctor peer: which HOST?\n");
+			return DR_EXIT_USAGE;
+		}
+		rt.peer = argv[optind++];
+	}
+	if (cmd && compare && optind >= argc) {
+		fprintf(stderr, "strixpeerctl doctor compare: no reports (A.json B.json ...)\n");
 		return DR_EXIT_USAGE;
 	}
 	if (!compare && optind < argc) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * strixpeerctl doctor --serve and --peer HOST: the data-path test between
- * two nodes. The client connects with librdmacm to "doctor --serve" on
+ * strixpeerctl doctor serve and doctor peer HOST: the data-path test between
+ * two nodes. The client connects with librdmacm to "doctor serve" on
  * HOST, RDMA-WRITEs into a strixpeer buffer there and lets the server
  * verify every byte (rtutil.c has the shared pieces, rdmatest.h declares
  * them). Every wait is bounded.
@@ -224,7 +224,7 @@ static int serve_one(struct rdma_event_channel *ch, struct rdma_cm_event *req,
 		memcpy(&hello, req->param.conn.private_data, sizeof(hello));
 	rdma_ack_cm_event(req);
 	if (hello.magic != RT_MAGIC || !hello.size || hello.size > (1ULL << 30)) {
-		fprintf(stderr, "doctor --serve: %s: not a doctor client (or size out of range): rejected\n", peer);
+		fprintf(stderr, "doctor serve: %s: not a doctor client (or size out of range): rejected\n", peer);
 		rdma_reject(k.id, NULL, 0);
 		rdma_destroy_id(k.id);
 		return -1;
@@ -281,9 +281,9 @@ reject:
 	rdma_reject(k.id, NULL, 0);
 out:
 	if (ok)
-		printf("doctor --serve: %s: failed: %s\n", peer, why);
+		printf("doctor serve: %s: failed: %s\n", peer, why);
 	else
-		printf("doctor --serve: %s: %llu bytes RDMA-written into a strixpeer buffer, every byte verified\n",
+		printf("doctor serve: %s: %llu bytes RDMA-written into a strixpeer buffer, every byte verified\n",
 		       peer, (unsigned long long)k.msg[1].len);
 	fflush(stdout);
 	if (mr)
@@ -306,27 +306,27 @@ int dr_serve(const struct dr_rt_opts *o)
 	int ret = 1, served = 0, failed = 0;
 
 	if (sp_dev_open(NULL, &spdev) < 0) {
-		fprintf(stderr, "strixpeerctl doctor --serve: %s\n", sp_errmsg());
+		fprintf(stderr, "strixpeerctl doctor serve: %s\n", sp_errmsg());
 		return 2;
 	}
 	hints.ai_flags = RAI_PASSIVE;
 	hints.ai_port_space = RDMA_PS_TCP;
 	if (rdma_getaddrinfo(o->bind, o->port, &hints, &res)) {
-		fprintf(stderr, "strixpeerctl doctor --serve: address %s port %s: %s\n",
+		fprintf(stderr, "strixpeerctl doctor serve: address %s port %s: %s\n",
 			o->bind ? o->bind : "(any)", o->port, strerror(errno));
 		goto out;
 	}
 	ch = rdma_create_event_channel();
 	if (!ch || rdma_create_id(ch, &listen_id, NULL, RDMA_PS_TCP) ||
 	    rdma_bind_addr(listen_id, res->ai_src_addr) || rdma_listen(listen_id, 4)) {
-		fprintf(stderr, "strixpeerctl doctor --serve: listening on %s port %s: %s (is rdma_ucm loaded?)\n",
+		fprintf(stderr, "strixpeerctl doctor serve: listening on %s port %s: %s (is rdma_ucm loaded?)\n",
 			o->bind ? o->bind : "(any)", o->port, strerror(errno));
 		goto out;
 	}
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	printf("doctor --serve: listening on %s port %s%s\n", o->bind ? o->bind : "*", o->port,
+	printf("doctor serve: listening on %s port %s%s\n", o->bind ? o->bind : "*", o->port,
 	       o->once ? " for one client" : "");
 	fflush(stdout);
 	while (!serve_stop) {

@@ -5,7 +5,7 @@
  * link and addresses, and rdma-core's version. Everything from
  * /sys/class/infiniband and /sys/class/net (formats: ib core's sysfs.c,
  * Documentation/ABI/stable/sysfs-class-infiniband). The ports' MTU, error
- * counters and USB4/Thunderbolt links: link.c.
+ * counters and USB4/Thunderbolt links: mtu.c, counters.c, thunderbolt.c.
  */
 #define _GNU_SOURCE
 #include <ctype.h>

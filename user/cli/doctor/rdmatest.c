@@ -4,7 +4,7 @@
  * end. A strixpeer buffer registered with a plain ibv_reg_mr() is the
  * target of an RDMA WRITE through an RC queue pair: in loopback on each
  * ACTIVE port, between two ports, or from another node (--peer HOST
- * against "doctor --serve" there, connected with librdmacm: peertest.c).
+ * against "doctor serve" there, connected with librdmacm: peertest.c).
  * Every byte is verified; bytes, bandwidth and latency are reported, never
  * judged. This file: the tests on this node (rtutil.c has the pieces both
  * share).

@@ -119,7 +119,7 @@ void dr_print(const struct dr_ctx *c, bool json, int pretty)
 		return;
 	}
 	if (dr_get(&c->node, "reports"))
-		printf("strixpeerctl doctor --compare: %s\n\n", dr_get(&c->node, "reports")->s);
+		printf("strixpeerctl doctor compare: %s\n\n", dr_get(&c->node, "reports")->s);
 	else
 		printf("strixpeerctl doctor: %s, kernel %s%s%s\n\n", host ? host->s : "?",
 		       kern ? kern->s : "?", c->sysroot[0] ? ", sysroot " : "", c->sysroot);

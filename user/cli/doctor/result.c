@@ -13,21 +13,13 @@
 
 #include "doctor.h"
 
+#define DR_CHECK_NAME(up, name) [DR_C_##up] = #name,
 const char *const dr_check_names[DR_C_RDMATEST + 1] = {
-	[DR_C_RDMA] = "rdma",
-	[DR_C_PCIE] = "pcie",
-	[DR_C_MTU] = "mtu",
-	[DR_C_MEMORY] = "memory",
-	[DR_C_NUMA] = "numa",
-	[DR_C_IOMMU] = "iommu",
-	[DR_C_GPU] = "gpu",
-	[DR_C_GPUDIRECT] = "gpudirect",
-	[DR_C_THUNDERBOLT] = "thunderbolt",
-	[DR_C_COUNTERS] = "counters",
-	[DR_C_STRIXPEER] = "strixpeer",
+	DR_CHECKS(DR_CHECK_NAME)
 	[DR_C_COMPARE] = "compare",
 	[DR_C_RDMATEST] = "rdmatest",
 };
+#undef DR_CHECK_NAME
 
 static const char *const status_names[DR_NSTATUS] = {
 	[DR_PASS] = "PASS", [DR_INFO] = "INFO", [DR_SKIP] = "SKIP",

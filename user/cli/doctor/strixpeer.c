@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * strixpeerctl doctor: strixpeer itself. Module loaded and its version
- * against the library's, the ABI handshake (live only), the module
- * installed (DKMS) for the running kernel and for every other installed
+ * strixpeerctl doctor: the strixpeer check, strixpeer itself. Module
+ * loaded and its version against the library's, the ABI handshake (live
+ * only), what keeps it in use, the module installed (DKMS) for the running kernel and for every other installed
  * kernel, looked up with libkmod in each kernel's module directory under
  * the sysroot, and the device node's permissions against the caller.
  */
@@ -271,8 +271,7 @@ static void check_device(struct dr_ctx *c, bool loaded)
  */
 static void check_in_use(struct dr_ctx *c)
 {
-	struct sp_peer_counters pc = { 0 };
-	struct sp_counters sc = { 0 };
+	struct sp_counters sc = { .size = sizeof(sc) };
 	struct sp_holders h;
 	struct dr_result *r;
 	struct sp_ctl *ctl;
@@ -283,8 +282,8 @@ static void check_in_use(struct dr_ctx *c)
 	if (dr_read_s64(c, &refcnt, "/sys/module/strixpeer/refcnt"))
 		return;
 	if (sp_ctl_open(&ctl) == 0) {
-		sp_ctl_stats(ctl, &sc);
-		sp_ctl_peer_stats(ctl, &pc);
+		if (sp_ctl_stats(ctl, &sc) < 0)
+			memset(&sc, 0, sizeof(sc));
 		sp_ctl_close(ctl);
 	}
 	sp_holders_scan(&h);
@@ -306,13 +305,13 @@ static void check_in_use(struct dr_ctx *c)
 			   "in use (refcount %lld), rmmod strixpeer would fail: /dev/strixpeer held by %s; %llu dma-bufs of buffers alive; %llu PeerDirect registrations%s",
 			   (long long)refcnt, who[0] ? who : "no process seen",
 			   (unsigned long long)sc.dmabuf_exports,
-			   (unsigned long long)pc.registrations,
+			   (unsigned long long)sc.peer_registrations,
 			   h.unreadable ? "; some processes not readable (run as root to see all)" : "");
 		dr_advise(r, "stop those processes (strixpeerctl buf show names each buffer's holders) before rmmod or a DKMS upgrade");
 		dr_int(r, "refcnt", refcnt);
 		dr_int(r, "open_fds", h.dev_fds);
 		dr_int(r, "dmabufs_alive", (int64_t)sc.dmabuf_exports);
-		dr_int(r, "peer_registrations", (int64_t)pc.registrations);
+		dr_int(r, "peer_registrations", (int64_t)sc.peer_registrations);
 		dr_int(r, "unreadable_processes", h.unreadable);
 		dr_str(r, "holders", who);
 	}
