@@ -144,16 +144,6 @@ static void huge_unavailable_enomem(void)
 	sp_dev_close(dev);
 }
 
-static bool write_file(const char *path, const char *val)
-{
-	FILE *f = fopen(path, "we");
-
-	if (!f)
-		return false;
-	fputs(val, f);
-	return fclose(f) == 0;
-}
-
 #define FPA "/sys/kernel/debug/fail_page_alloc/"
 
 /* Fault injection refuses every order >= 9 allocation of this task. */
@@ -165,12 +155,12 @@ static void huge_refused_by_fault_injection(void)
 	if (access(FPA "probability", W_OK) != 0)
 		SKIP("kernel has no fail_page_alloc (CONFIG_FAIL_PAGE_ALLOC); the debug kernel runs this");
 	fd = sp_test_open();
-	CHECK(write_file(FPA "min-order", "9") && write_file(FPA "ignore-gfp-wait", "N") &&
-	      write_file(FPA "ignore-gfp-highmem", "N") && write_file(FPA "task-filter", "Y") &&
-	      write_file(FPA "verbose", "0") && write_file(FPA "interval", "1") &&
-	      write_file(FPA "times", "-1") && write_file(FPA "probability", "100"),
+	CHECK(sp_write_file(FPA "min-order", "9") && sp_write_file(FPA "ignore-gfp-wait", "N") &&
+	      sp_write_file(FPA "ignore-gfp-highmem", "N") && sp_write_file(FPA "task-filter", "Y") &&
+	      sp_write_file(FPA "verbose", "0") && sp_write_file(FPA "interval", "1") &&
+	      sp_write_file(FPA "times", "-1") && sp_write_file(FPA "probability", "100"),
 	      "configure fail_page_alloc");
-	CHECK(write_file("/proc/self/make-it-fail", "1"), "make-it-fail");
+	CHECK(sp_write_file("/proc/self/make-it-fail", "1"), "make-it-fail");
 
 	CHECK_ERR(sp_raw_alloc(fd, 8 * MiB, STRIXPEER_NODE_DEFAULT, STRIXPEER_ALLOC_HUGE_ONLY, NULL),
 		  ENOMEM);
@@ -178,8 +168,8 @@ static void huge_refused_by_fault_injection(void)
 	CHECK_OK(sp_raw_alloc(fd, 8 * MiB, STRIXPEER_NODE_DEFAULT, 0, &a));
 	CHECK(query(fd, a.handle).page_size < HUGE_SZ, "got 2 MiB pages despite injection");
 
-	CHECK(write_file("/proc/self/make-it-fail", "0"), "make-it-fail");
-	write_file(FPA "probability", "0");
+	CHECK(sp_write_file("/proc/self/make-it-fail", "0"), "make-it-fail");
+	sp_write_file(FPA "probability", "0");
 	close(fd);
 	CHECK_NOTHING_PINNED();
 }

@@ -215,22 +215,12 @@ static void limit_event_on_peer_bound(void)
 #define FS "/sys/kernel/debug/failslab/"
 #define XA_CACHE "/sys/kernel/slab/radix_tree_node/failslab"
 
-static bool write_file(const char *path, const char *val)
-{
-	FILE *f = fopen(path, "we");
-
-	if (!f)
-		return false;
-	fputs(val, f);
-	return fclose(f) == 0;
-}
-
 static void failslab_off(void)
 {
-	write_file("/proc/self/make-it-fail", "0");
-	write_file(FS "probability", "0");
-	write_file(FS "cache-filter", "N");
-	write_file(XA_CACHE, "0");
+	sp_write_file("/proc/self/make-it-fail", "0");
+	sp_write_file(FS "probability", "0");
+	sp_write_file(FS "cache-filter", "N");
+	sp_write_file(XA_CACHE, "0");
 }
 
 /*
@@ -250,11 +240,11 @@ static void created_freed_pair_on_handle_failure(void)
 	if (access(FS "cache-filter", W_OK) || access(XA_CACHE, W_OK))
 		SKIP("no failslab cache-filter or no separate radix_tree_node cache (CONFIG_FAILSLAB: the debug kernel runs this)");
 	mon_start(&m);
-	if (!(write_file(FS "task-filter", "Y") && write_file(FS "verbose", "0") &&
-	      write_file(FS "interval", "1") && write_file(FS "space", "0") &&
-	      write_file(FS "ignore-gfp-wait", "N") && write_file(FS "times", "-1") &&
-	      write_file(FS "cache-filter", "Y") && write_file(XA_CACHE, "1") &&
-	      write_file(FS "probability", "100"))) {
+	if (!(sp_write_file(FS "task-filter", "Y") && sp_write_file(FS "verbose", "0") &&
+	      sp_write_file(FS "interval", "1") && sp_write_file(FS "space", "0") &&
+	      sp_write_file(FS "ignore-gfp-wait", "N") && sp_write_file(FS "times", "-1") &&
+	      sp_write_file(FS "cache-filter", "Y") && sp_write_file(XA_CACHE, "1") &&
+	      sp_write_file(FS "probability", "100"))) {
 		failslab_off();
 		CHECK(0, "configuring failslab: %s", strerror(errno));
 	}
@@ -267,11 +257,11 @@ static void created_freed_pair_on_handle_failure(void)
 			failslab_off();
 			CHECK(0, "holding a buffer: %s", strerror(errno));
 		}
-		write_file("/proc/self/make-it-fail", "1");
+		sp_write_file("/proc/self/make-it-fail", "1");
 		ret = sp_raw_alloc(fd, PAGE, STRIXPEER_NODE_DEFAULT, STRIXPEER_ALLOC_ALLOW_SMALL,
 				   NULL);
 		err = errno;
-		write_file("/proc/self/make-it-fail", "0");
+		sp_write_file("/proc/self/make-it-fail", "0");
 		close(fd);
 		if (ret == 0) {
 			failslab_off();

@@ -20,19 +20,6 @@
 /* PAGEMAP_SCAN where the headers predate it */
 #include "../../user/compat/pagemap_scan.h"
 
-static bool kernel_has(const char *sym)
-{
-	char line[256], name[128];
-	bool found = false;
-	FILE *f = fopen("/proc/kallsyms", "re");
-
-	CHECK(f, "/proc/kallsyms: %s", strerror(errno));
-	while (!found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "%*s %*s %127s", name) == 1 && !strcmp(name, sym);
-	fclose(f);
-	return found;
-}
-
 static bool thp_never(void)
 {
 	char line[128] = "";
@@ -49,7 +36,7 @@ static bool thp_never(void)
 /* Should 2 MiB pages be PMD-mapped on this kernel? */
 static bool expect_huge(void)
 {
-	return kernel_has("vmf_insert_folio_pmd") && !thp_never();
+	return sp_kernel_has("vmf_insert_folio_pmd") && !thp_never();
 }
 
 /* A field (kB) of the smaps entry of the VMA holding @addr, in bytes. */

@@ -18,20 +18,10 @@
  */
 #include "sp_test.h"
 
-#include "../kmod/kfdsim_uapi.h"
+#include "kfdsim.h"
 
 #define NO_BAD (~0ULL)
 #define U(x) ((unsigned long long)(x))
-
-static int kfd_open(void)
-{
-	int fd = open(SP_KFDSIM_DEVICE, O_RDWR | O_CLOEXEC);
-
-	if (fd < 0 && errno == ENOENT)
-		SKIP("%s not present: sp_kfdsim.ko not loaded", SP_KFDSIM_DEVICE);
-	CHECK(fd >= 0, "open %s: %s", SP_KFDSIM_DEVICE, strerror(errno));
-	return fd;
-}
 
 static int kfd_userptr(int fd, void *p, uint64_t len, uint32_t flags)
 {
@@ -89,7 +79,7 @@ static void data_both_ways(uint32_t flags)
 {
 	const uint64_t sizes[] = { 4096, 2 * MiB, largest() };
 	struct sp_dev *dev = sp_test_dev();
-	int fd = kfd_open();
+	int fd = sp_kfdsim_open();
 
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		struct sp_kfdsim_status st;
@@ -141,7 +131,7 @@ static void invalidation_then_revalidation(void)
 {
 	struct sp_dev *dev = sp_test_dev();
 	struct sp_kfdsim_status st;
-	int fd = kfd_open();
+	int fd = sp_kfdsim_open();
 	struct sp_buf *b;
 	uint8_t *p;
 
@@ -204,7 +194,7 @@ static void munmap_and_free_while_held(void)
 {
 	for (uint32_t flags = 0; flags <= SP_KFDSIM_USERPTR_PIN; flags += SP_KFDSIM_USERPTR_PIN) {
 		struct sp_dev *dev = sp_test_dev();
-		int fd = kfd_open();
+		int fd = sp_kfdsim_open();
 		struct sp_buf *b;
 
 		CHECK(sp_buf_alloc(dev, 4 * MiB, SP_NODE_DEFAULT, 0, &b) == 0, "alloc: %s",
@@ -223,7 +213,7 @@ static void munmap_and_free_while_held(void)
 static void exit_while_held(void)
 {
 	for (uint32_t flags = 0; flags <= SP_KFDSIM_USERPTR_PIN; flags += SP_KFDSIM_USERPTR_PIN) {
-		int fd = kfd_open(), pfd[2], status;
+		int fd = sp_kfdsim_open(), pfd[2], status;
 		char c;
 		pid_t pid;
 
@@ -271,7 +261,7 @@ static bool dmesg_has(const char *what)
 static void anononly_refused(void)
 {
 	struct sp_dev *dev = sp_test_dev();
-	int fd = kfd_open(), mfd;
+	int fd = sp_kfdsim_open(), mfd;
 	struct sp_buf *b;
 	void *anon, *mem;
 

@@ -17,20 +17,10 @@
  */
 #include "sp_test.h"
 
-#include "../kmod/kfdsim_uapi.h"
+#include "kfdsim.h"
 
 #define SCAN_SECONDS 30
 #define LEN (64 * MiB)
-
-static int kfdsim_open(void)
-{
-	int fd = open(SP_KFDSIM_DEVICE, O_RDWR | O_CLOEXEC);
-
-	if (fd < 0 && errno == ENOENT)
-		SKIP("%s not present: sp_kfdsim.ko not loaded", SP_KFDSIM_DEVICE);
-	CHECK(fd >= 0, "open %s: %s", SP_KFDSIM_DEVICE, strerror(errno));
-	return fd;
-}
 
 static void kfdsim_watch(int fd, void *p, uint64_t len)
 {
@@ -68,19 +58,6 @@ static int read_int(const char *path)
 	CHECK(f && fscanf(f, "%d", &v) == 1, "read %s", path);
 	fclose(f);
 	return v;
-}
-
-static bool kernel_has(const char *sym)
-{
-	char line[256], name[128];
-	bool found = false;
-	FILE *f = fopen("/proc/kallsyms", "re");
-
-	CHECK(f, "/proc/kallsyms: %s", strerror(errno));
-	while (!found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "%*s %*s %127s", name) == 1 && !strcmp(name, sym);
-	fclose(f);
-	return found;
 }
 
 /* The policy field of /proc/self/numa_maps for the VMA starting at @p. */
@@ -125,8 +102,8 @@ static void pinned_buffer_not_scanned(void)
 	if (access(sysctl, W_OK))
 		SKIP("%s not writable: kernel without CONFIG_NUMA_BALANCING", sysctl);
 	dev = sp_test_dev();
-	fb = kfdsim_open();
-	fa = kfdsim_open();
+	fb = sp_kfdsim_open();
+	fa = sp_kfdsim_open();
 	CHECK(sp_buf_alloc(dev, LEN, 0, 0, &b) == 0, "alloc: %s", sp_errmsg());
 	p = sp_buf_addr(b);
 	anon = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -172,7 +149,7 @@ static void numa_maps_show_the_buffer_node(void)
 	struct sp_dev *dev;
 
 	need_two_nodes();
-	if (!kernel_has("vmf_insert_folio_pmd"))
+	if (!sp_kernel_has("vmf_insert_folio_pmd"))
 		SKIP("4 KiB path (before 6.15): VM_MIXEDMAP mappings, which NUMA balancing skips, carry no policy");
 	dev = sp_test_dev();
 	for (int node = 0; node < 2; node++) {

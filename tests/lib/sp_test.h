@@ -241,4 +241,29 @@ static inline int sp_recv_fd(int sock)
 	return fd;
 }
 
+/* Whether the running kernel has the symbol @sym (/proc/kallsyms). */
+static inline bool sp_kernel_has(const char *sym)
+{
+	char line[256], name[128];
+	bool found = false;
+	FILE *f = fopen("/proc/kallsyms", "re");
+
+	CHECK(f, "/proc/kallsyms: %s", strerror(errno));
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "%*s %*s %127s", name) == 1 && !strcmp(name, sym);
+	fclose(f);
+	return found;
+}
+
+/* Write @val to the file @path (sysfs, debugfs); false when it cannot. */
+static inline bool sp_write_file(const char *path, const char *val)
+{
+	FILE *f = fopen(path, "we");
+
+	if (!f)
+		return false;
+	fputs(val, f);
+	return fclose(f) == 0;
+}
+
 #endif /* SP_TEST_H */
