@@ -443,11 +443,17 @@ COPY_TREE = mkdir -p $(1) && \
 		tar --exclude=./build --exclude='*.o' --exclude='*.ko' --exclude=kmod/conftest.h \
 			-cf - . | tar -xf - -C $(1); \
 	fi
+# build/deb/tree.sha256: the files the packages were built from (the same
+# list as COPY_TREE's), hashed; tests/vm/provision.sh reuses packages this
+# run's lintian check built from the same tree rather than build them again.
+TREE_SHA256 = git ls-files -z --cached --others --exclude-standard 2>/dev/null | \
+	xargs -0r sha256sum 2>/dev/null | sha256sum | cut -c1-32
 deb:
 	rm -rf $(B)/deb
 	$(call COPY_TREE,$(B)/deb/strixpeer-$(VERSION))
 	cd $(B)/deb/strixpeer-$(VERSION) && dpkg-buildpackage -us -uc \
 		> ../build.log 2>&1 || { tail -n 30 ../build.log; exit 1; }
+	@if [ -d .git ] || [ -f .git ]; then $(TREE_SHA256) > $(B)/deb/tree.sha256; fi
 	@ls $(B)/deb/*.deb
 
 # rpmbuild in build/rpm/ (its _topdir) from a tarball of the clean copy.

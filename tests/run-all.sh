@@ -182,13 +182,14 @@ kernel_job() {	# kernel_job <name> <kver>: build, boot, test; leaves $vout/job-r
 		echo build > "$vout/job-rc"
 		return
 	fi
-	echo "$name: module builds took $(( $(date +%s) - t0 )) s" > "$vout/build-time.txt"
+	echo "$name: module builds took $(( $(date +%s) - t0 )) s$(grep -q '^build-module.sh: restored' "$vout/build.txt" &&
+		echo ' (restored from the cache: same inputs)')" > "$vout/build-time.txt"
 	t0=$(date +%s)
-	# shellcheck disable=SC2086
 	# the bound on a VM that hangs: the debug kernel's run is the longest
 	# and went past 2400 s with four VMs sharing two cores
 	local vmt=2400
 	case $name in debug-*) vmt=4200 ;; esac
+	# shellcheck disable=SC2086 # SP_TESTS: a list of words
 	tests/vm/run-vm.sh --quiet --timeout "$vmt" "$kver" "$vout" -- \
 		tests/vm/guest-suite.sh "$bdir/strixpeer.ko" ${SP_TESTS:-} > "$vout/run-vm.txt" 2>&1
 	vrc=$?
@@ -215,10 +216,14 @@ start_job() {	# start_job <job>: in the background
 
 echo "== kernels and provisioning, ${SP_VM_JOBS:-2} at a time once the host checks are done: $(for j in "${jobs[@]}"; do printf '%s ' "${j%% *}"; done)"
 running=0
-if [ ${#jobs[@]} -gt 0 ]; then
+first=0
+# Provisioning never starts beside the host checks: it uses the packages
+# tests/host/lintian-check.sh builds in build/deb.
+if [ ${#jobs[@]} -gt 0 ] && [ "${jobs[0]}" != provision ]; then
 	echo "== ${jobs[0]%% *} starts beside the host checks"
 	start_job "${jobs[0]}"
 	running=1
+	first=1
 fi
 
 echo "== host checks, continued"
@@ -290,7 +295,7 @@ host_tap kbuild-ofed-check tests/host/kbuild-ofed-check.sh
 # The feature probes ignore the build's -Werror (every VM kernel's headers).
 host_tap conftest-check tests/host/conftest-check.sh
 
-for j in "${jobs[@]:1}"; do
+for j in "${jobs[@]:$first}"; do
 	if [ "$running" -ge "${SP_VM_JOBS:-2}" ]; then
 		wait -n
 		running=$((running - 1))
