@@ -108,6 +108,15 @@ CLI_HDR += user/cli/doctor/doctor.h
 TEST_SRC := $(wildcard tests/guest/*.c)
 TEST_BIN := $(patsubst tests/guest/%.c,$(B)/tests/%,$(TEST_SRC))
 TEST_HDR := $(wildcard tests/lib/*.h) user/compat/pagemap_scan.h
+# The test programs' library (tests/lib/): each helper compiled once, into
+# build/tests/libsptest.a, and again with the sanitizers (build/asan/).
+TESTLIB_SRC := $(wildcard tests/lib/*.c)
+TESTLIB_A := $(B)/tests/libsptest.a
+TESTLIB_ASAN_A := $(B)/asan/libsptest.a
+# AddressSanitizer and UBSan: the asan/ test programs, doctor-test,
+# bench-plot-test (they compile the library's sources in, not libstrixpeer.a)
+ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE
 
 .PHONY: all user lib module module-clean deps check check-host check-one demo install install-lib clean \
 	dkms-install dkms-remove deb rpm uninstall bench fuzz netlink-gen FORCE
@@ -203,11 +212,27 @@ $(B)/strixpeerConfig.cmake: user/lib/strixpeerConfig.cmake.in VERSION $(B)/insta
 $(B)/strixpeerConfigVersion.cmake: user/lib/strixpeerConfigVersion.cmake.in VERSION
 	$(SUBST_DIRS) $< > $@
 
+$(B)/tests/lib/%.o: tests/lib/%.c $(TEST_HDR) $(LIB_HDR) $(RDMA_HDR)
+	@mkdir -p $(B)/tests/lib
+	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests/lib -Iuser -c -o $@ $<
+
+$(TESTLIB_A): $(patsubst tests/lib/%.c,$(B)/tests/lib/%.o,$(TESTLIB_SRC))
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/asan/lib/%.o: tests/lib/%.c $(TEST_HDR) $(LIB_HDR) $(RDMA_HDR)
+	@mkdir -p $(B)/asan/lib
+	$(CC) $(ASAN_CFLAGS) -Itests/lib -Iuser -c -o $@ $<
+
+$(TESTLIB_ASAN_A): $(patsubst tests/lib/%.c,$(B)/asan/lib/%.o,$(TESTLIB_SRC))
+	rm -f $@
+	ar rcs $@ $^
+
 # Test programs link the static library, so they run anywhere (VM included).
-$(B)/tests/%: tests/guest/%.c $(TEST_HDR) $(LIB_HDR) $(RDMA_HDR) $(B)/libstrixpeer.a $(RDMA_A) \
-		| $(B)/tests
-	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests/lib -Iuser -o $@ $< $(B)/libstrixpeer.a \
-		$(RDMA_A) -libverbs $(NL_LIBS) -lpthread
+$(B)/tests/%: tests/guest/%.c $(TEST_HDR) $(LIB_HDR) $(RDMA_HDR) $(TESTLIB_A) $(B)/libstrixpeer.a \
+		$(RDMA_A) | $(B)/tests
+	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests/lib -Iuser -o $@ $< $(TESTLIB_A) \
+		$(B)/libstrixpeer.a $(RDMA_A) -libverbs $(NL_LIBS) -lpthread
 
 # tests/abi/: a program built against the 1.0 header and linked against the
 # 1.0 library (a stub of tests/abi/1.0/libstrixpeer.map's symbols, as glibc
@@ -222,8 +247,8 @@ $(B)/abi-1.0/libstrixpeer.so: $(ABI10)/libstrixpeer.map
 		> $(B)/abi-1.0/stub.c
 	$(CC) -shared -fPIC -Wl,-soname,$(SONAME) -Wl,--version-script=$< -o $@ $(B)/abi-1.0/stub.c
 $(B)/tests/abi_compat: tests/abi/abi_compat.c $(ABI10_HDR) tests/lib/tap.h \
-		$(B)/abi-1.0/libstrixpeer.so $(LIB_SO) | $(B)/tests
-	$(CC) $(CFLAGS) -I$(ABI10)/include -Itests/lib -o $@ $< -L$(B)/abi-1.0 -lstrixpeer \
+		$(B)/abi-1.0/libstrixpeer.so $(LIB_SO) $(TESTLIB_A) | $(B)/tests
+	$(CC) $(CFLAGS) -I$(ABI10)/include -Itests/lib -o $@ $< $(TESTLIB_A) -L$(B)/abi-1.0 -lstrixpeer \
 		-Wl,-rpath,'$$ORIGIN/..'
 
 # libstrixpeer-preload.so (user/preload/): LD_PRELOAD interposer for
@@ -247,12 +272,13 @@ user: $(FUZZ_BIN)
 $(FUZZ_BIN): $(FUZZ_SRC) $(wildcard tests/fuzz/*.h) $(UAPI_HDR) | $(B)/tests
 	$(CC) $(CFLAGS) $(SP_CFLAGS) -o $@ $(FUZZ_SRC) -lpthread
 
-# Library and test compiled together with AddressSanitizer and UBSan.
-$(B)/asan/%: tests/guest/%.c $(TEST_HDR) $(LIB_HDR) $(LIB_SRC) $(RDMA_HDR) user/rdma/rc.c
+# Library and test compiled together with AddressSanitizer and UBSan
+# (ASAN_CFLAGS).
+$(B)/asan/%: tests/guest/%.c $(TEST_HDR) $(LIB_HDR) $(LIB_SRC) $(RDMA_HDR) user/rdma/rc.c \
+		$(TESTLIB_ASAN_A)
 	@mkdir -p $(B)/asan
-	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
-		-Itests/lib -Iuser -o $@ $< $(LIB_SRC) user/rdma/rc.c -libverbs $(NL_LIBS) -lpthread
+	$(CC) $(ASAN_CFLAGS) -Itests/lib -Iuser -o $@ $< $(TESTLIB_ASAN_A) $(LIB_SRC) user/rdma/rc.c \
+		-libverbs $(NL_LIBS) -lpthread
 
 # doctor's host test (tests/doctor/): the checks against generated fixture
 # trees, built with AddressSanitizer and UBSan
@@ -260,23 +286,22 @@ DOCTOR_TEST := $(B)/tests/doctor-test
 user: $(DOCTOR_TEST)
 $(DOCTOR_TEST): tests/doctor/doctor-test.c $(DOCTOR_SRC) user/cli/doctor/doctor.h \
 		user/cli/print.c user/cli/holders.c user/cli/holders.h user/cli/util.c \
-		user/cli/util.h $(LIB_HDR) $(LIB_SRC) $(RDMA_HDR) $(RDMA_SRC) tests/lib/tap.h $(wildcard tests/doctor/*.h) | $(B)/tests
-	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
+		user/cli/util.h $(LIB_HDR) $(LIB_SRC) $(RDMA_HDR) $(RDMA_SRC) tests/lib/tap.h $(wildcard tests/doctor/*.h) \
+		$(TESTLIB_ASAN_A) | $(B)/tests
+	$(CC) $(ASAN_CFLAGS) \
 		-Itests/lib -Iuser -Iuser/cli/doctor -o $@ $< $(DOCTOR_SRC) user/cli/print.c user/cli/holders.c \
 		user/cli/util.c $(RDMA_SRC) \
-		$(LIB_SRC) $(NL_LIBS) $(DOCTOR_LIBS) -lpthread
+		$(LIB_SRC) $(TESTLIB_ASAN_A) $(NL_LIBS) $(DOCTOR_LIBS) -lpthread
 
 # strixpeerctl bench's plot (tests/bench/): user/bench/ with the library,
 # AddressSanitizer and UBSan
 BENCH_PLOT_TEST := $(B)/tests/bench-plot-test
 user: $(BENCH_PLOT_TEST)
 $(BENCH_PLOT_TEST): tests/bench/plot-test.c $(BENCH_SRC) $(BENCH_HDR) $(LIB_HDR) $(LIB_SRC) \
-		$(RDMA_HDR) $(RDMA_SRC) tests/lib/tap.h | $(B)/tests
-	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
-		-Itests/lib -Iuser -Iuser/bench -o $@ $< $(BENCH_SRC) $(LIB_SRC) $(RDMA_SRC) $(BENCH_LIBS) \
-		$(NL_LIBS) -lpthread
+		$(RDMA_HDR) $(RDMA_SRC) tests/lib/tap.h $(TESTLIB_ASAN_A) | $(B)/tests
+	$(CC) $(ASAN_CFLAGS) \
+		-Itests/lib -Iuser -Iuser/bench -o $@ $< $(BENCH_SRC) $(LIB_SRC) $(RDMA_SRC) $(TESTLIB_ASAN_A) \
+		$(BENCH_LIBS) $(NL_LIBS) -lpthread
 
 # The examples (examples/), built like the tests against the static
 # library. An example whose engine is not installed (libucx-dev,

@@ -35,11 +35,7 @@
  * half a second (timeout 14). rdma_pair.h connects with retry_cnt 7: the
  * bounded waits here are what turn such a hang into a report.
  */
-/* Its node helpers only: the pair (two processes, one buffer) is not used. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
 #include "rdma_pair.h"
-#pragma GCC diagnostic pop
 
 #include <linux/mempolicy.h>
 #include <sys/syscall.h>

@@ -28,11 +28,7 @@
  *   ibv_dereg_mr() it moves, the old rkey is refused and no write reaches
  *   the moved-away backing (gpusim's poison check).
  */
-/* its node helpers; the two-process pair is not used here */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
 #include "rdma_pair.h"
-#pragma GCC diagnostic pop
 #include "gpusim.h"
 
 #include <dlfcn.h>
