@@ -87,6 +87,13 @@ RDMA_A := $(B)/sprdma/libsprdma.a
 # strixpeerctl bench's measuring (user/bench/): a static archive of its
 # own, linked into strixpeerctl only; it uses libstrixpeer's public API,
 # librdmacm for the RDMA figures and libm for the statistics.
+# DRM dumb buffers without libdrm (user/drm/): a static archive for bench
+# and the tests (test library, fuzzer, the gpualloc preload), never the library;
+# position-independent and hidden, so that the preload links it too and
+# exports nothing of it.
+DRM_SRC := user/drm/spdrm.c
+DRM_HDR := user/drm/spdrm.h
+DRM_A := $(B)/spdrm/libspdrm.a
 BENCH_SRC := user/bench/bench.c user/bench/mem.c user/bench/bench_rdma.c user/bench/bench_conn.c \
 	user/bench/report.c user/bench/util.c
 BENCH_OBJ := $(patsubst user/bench/%.c,$(B)/spbench/%.o,$(BENCH_SRC))
@@ -108,8 +115,9 @@ CLI_HDR += user/cli/doctor/doctor.h
 TEST_SRC := $(wildcard tests/guest/*.c)
 TEST_BIN := $(patsubst tests/guest/%.c,$(B)/tests/%,$(TEST_SRC))
 TEST_HDR := $(wildcard tests/lib/*.h) user/compat/pagemap_scan.h
-# The test programs' library (tests/lib/): each helper compiled once, into
-# build/tests/libsptest.a, and again with the sanitizers (build/asan/).
+# The test programs' library (tests/lib/, with user/drm/'s DRM helper): each
+# helper compiled once, into build/tests/libsptest.a, and again with the
+# sanitizers (build/asan/).
 TESTLIB_SRC := $(wildcard tests/lib/*.c)
 TESTLIB_A := $(B)/tests/libsptest.a
 TESTLIB_ASAN_A := $(B)/asan/libsptest.a
@@ -177,7 +185,15 @@ $(RDMA_A): $(RDMA_OBJ)
 	rm -f $@
 	ar rcs $@ $(RDMA_OBJ)
 
-$(B)/spbench/%.o: user/bench/%.c $(BENCH_HDR) $(RDMA_HDR) $(PUB_HDR) | $(B)/spbench
+$(B)/spdrm/%.o: user/drm/%.c $(DRM_HDR)
+	@mkdir -p $(B)/spdrm
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(DRM_A): $(patsubst user/drm/%.c,$(B)/spdrm/%.o,$(DRM_SRC))
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/spbench/%.o: user/bench/%.c $(BENCH_HDR) $(RDMA_HDR) $(DRM_HDR) $(PUB_HDR) | $(B)/spbench
 	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser -c -o $@ $<
 
 $(BENCH_A): $(BENCH_OBJ)
@@ -185,8 +201,8 @@ $(BENCH_A): $(BENCH_OBJ)
 	ar rcs $@ $(BENCH_OBJ)
 
 $(B)/strixpeerctl: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(BENCH_HDR) $(BENCH_A) $(RDMA_HDR) $(RDMA_A) \
-		$(LIB_SO)
-	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser $(LDFLAGS) -o $@ $(CLI_SRC) $(BENCH_A) $(RDMA_A) \
+		$(DRM_A) $(LIB_SO)
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser $(LDFLAGS) -o $@ $(CLI_SRC) $(BENCH_A) $(RDMA_A) $(DRM_A) \
 		-L$(B) -lstrixpeer $(CLI_RPATH) $(DOCTOR_LIBS) $(BENCH_LIBS)
 
 # The installation directories, remembered: what embeds them is rebuilt when
@@ -196,8 +212,8 @@ $(B)/install/vars: FORCE | $(B)/install
 	@echo '$(INSTALL_VARS)' | cmp -s - $@ || echo '$(INSTALL_VARS)' > $@
 
 $(B)/install/strixpeerctl: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(BENCH_HDR) $(BENCH_A) $(RDMA_HDR) \
-		$(RDMA_A) $(LIB_SO) $(B)/install/vars
-	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser $(LDFLAGS) -o $@ $(CLI_SRC) $(BENCH_A) $(RDMA_A) \
+		$(RDMA_A) $(DRM_A) $(LIB_SO) $(B)/install/vars
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser $(LDFLAGS) -o $@ $(CLI_SRC) $(BENCH_A) $(RDMA_A) $(DRM_A) \
 		-L$(B) -lstrixpeer $(CLI_INSTALL_RPATH) $(DOCTOR_LIBS) $(BENCH_LIBS)
 
 SUBST_DIRS = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
@@ -212,19 +228,25 @@ $(B)/strixpeerConfig.cmake: user/lib/strixpeerConfig.cmake.in VERSION $(B)/insta
 $(B)/strixpeerConfigVersion.cmake: user/lib/strixpeerConfigVersion.cmake.in VERSION
 	$(SUBST_DIRS) $< > $@
 
-$(B)/tests/lib/%.o: tests/lib/%.c $(TEST_HDR) $(LIB_HDR) $(RDMA_HDR)
+$(B)/tests/lib/%.o: tests/lib/%.c $(TEST_HDR) $(LIB_HDR) $(RDMA_HDR) $(DRM_HDR)
 	@mkdir -p $(B)/tests/lib
 	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests/lib -Iuser -c -o $@ $<
 
-$(TESTLIB_A): $(patsubst tests/lib/%.c,$(B)/tests/lib/%.o,$(TESTLIB_SRC))
+$(TESTLIB_A): $(patsubst tests/lib/%.c,$(B)/tests/lib/%.o,$(TESTLIB_SRC)) \
+		$(patsubst user/drm/%.c,$(B)/spdrm/%.o,$(DRM_SRC))
 	rm -f $@
 	ar rcs $@ $^
 
-$(B)/asan/lib/%.o: tests/lib/%.c $(TEST_HDR) $(LIB_HDR) $(RDMA_HDR)
+$(B)/asan/lib/%.o: tests/lib/%.c $(TEST_HDR) $(LIB_HDR) $(RDMA_HDR) $(DRM_HDR)
 	@mkdir -p $(B)/asan/lib
 	$(CC) $(ASAN_CFLAGS) -Itests/lib -Iuser -c -o $@ $<
 
-$(TESTLIB_ASAN_A): $(patsubst tests/lib/%.c,$(B)/asan/lib/%.o,$(TESTLIB_SRC))
+$(B)/asan/drm/%.o: user/drm/%.c $(DRM_HDR)
+	@mkdir -p $(B)/asan/drm
+	$(CC) $(ASAN_CFLAGS) -c -o $@ $<
+
+$(TESTLIB_ASAN_A): $(patsubst tests/lib/%.c,$(B)/asan/lib/%.o,$(TESTLIB_SRC)) \
+		$(patsubst user/drm/%.c,$(B)/asan/drm/%.o,$(DRM_SRC))
 	rm -f $@
 	ar rcs $@ $^
 
@@ -262,15 +284,16 @@ $(PRELOAD_SO): user/preload/preload.c $(UAPI_HDR)
 # The suite's stand-in for hipMalloc under unmodified programs (test only).
 GPUALLOC_SO := $(B)/tests/libspgpualloc.so
 user: $(GPUALLOC_SO)
-$(GPUALLOC_SO): tests/preload/gpualloc.c | $(B)/tests
-	$(CC) $(CFLAGS) $(SP_CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ $< -lpthread
+$(GPUALLOC_SO): tests/preload/gpualloc.c $(DRM_HDR) $(DRM_A) | $(B)/tests
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser -fPIC -shared -fvisibility=hidden -o $@ $< $(DRM_A) -lpthread
 
-# The fuzzer (tests/fuzz/): raw syscalls and netlink, no library.
+# The fuzzer (tests/fuzz/): raw syscalls and netlink, no library (the DRM
+# helper's raw ioctls only).
 FUZZ_BIN := $(B)/tests/fuzz
 FUZZ_SRC := $(wildcard tests/fuzz/*.c)
 user: $(FUZZ_BIN)
-$(FUZZ_BIN): $(FUZZ_SRC) $(wildcard tests/fuzz/*.h) $(UAPI_HDR) | $(B)/tests
-	$(CC) $(CFLAGS) $(SP_CFLAGS) -o $@ $(FUZZ_SRC) -lpthread
+$(FUZZ_BIN): $(FUZZ_SRC) $(wildcard tests/fuzz/*.h) $(UAPI_HDR) $(DRM_HDR) $(DRM_A) | $(B)/tests
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser -o $@ $(FUZZ_SRC) $(DRM_A) -lpthread
 
 # Library and test compiled together with AddressSanitizer and UBSan
 # (ASAN_CFLAGS).
@@ -297,7 +320,7 @@ $(DOCTOR_TEST): tests/doctor/doctor-test.c $(DOCTOR_SRC) user/cli/doctor/doctor.
 # AddressSanitizer and UBSan
 BENCH_PLOT_TEST := $(B)/tests/bench-plot-test
 user: $(BENCH_PLOT_TEST)
-$(BENCH_PLOT_TEST): tests/bench/plot-test.c $(BENCH_SRC) $(BENCH_HDR) $(LIB_HDR) $(LIB_SRC) \
+$(BENCH_PLOT_TEST): tests/bench/plot-test.c $(BENCH_SRC) $(BENCH_HDR) $(DRM_HDR) $(LIB_HDR) $(LIB_SRC) \
 		$(RDMA_HDR) $(RDMA_SRC) tests/lib/tap.h $(TESTLIB_ASAN_A) | $(B)/tests
 	$(CC) $(ASAN_CFLAGS) \
 		-Itests/lib -Iuser -Iuser/bench -o $@ $< $(BENCH_SRC) $(LIB_SRC) $(RDMA_SRC) $(TESTLIB_ASAN_A) \

@@ -11,7 +11,7 @@ more than one file is a circle (a file that calls back up into its caller).
 It also fails for a source file over MAX_LINES lines (user/ and include/,
 or kmod/): past that a file holds more than one mechanism.
 
-  file-graph.py user            the library, the RDMA and bench archives, the CLI
+  file-graph.py user            the library, the RDMA, DRM and bench archives, the CLI
   file-graph.py kmod DIR        the module, from a kbuild tree's objects
                                 (DIR holds kmod/*.o, as tests/vm/build-module.sh
                                 leaves them)
@@ -142,6 +142,7 @@ def main():
             ("libstrixpeer", sorted(glob.glob("user/lib/*.c",
                                               root_dir=ROOT))),
             ("sprdma", sorted(glob.glob("user/rdma/*.c", root_dir=ROOT))),
+            ("spdrm", sorted(glob.glob("user/drm/*.c", root_dir=ROOT))),
             ("spbench", sorted(glob.glob("user/bench/*.c", root_dir=ROOT))),
             ("strixpeerctl", sorted(glob.glob("user/cli/*.c", root_dir=ROOT)
                                     + glob.glob("user/cli/doctor/*.c",

@@ -6,20 +6,7 @@ const char *const sp_exporter_name[3] = { "vgem", "udmabuf", "dma-heap" };
 
 int sp_vgem_card(void)
 {
-	for (int i = 0; i < 16; i++) {
-		char path[32], name[16] = "";
-		struct sp_drm_version v = { .name_len = sizeof(name) - 1, .name = name };
-		int fd;
-
-		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		if (ioctl(fd, SP_DRM_IOCTL_VERSION, &v) == 0 && !strcmp(name, "vgem"))
-			return fd;
-		close(fd);
-	}
-	return -1;
+	return sp_drm_find("card", 0, "vgem", NULL, 0);
 }
 
 void sp_xbuf_new(enum sp_exporter kind, size_t len, int via_card,
@@ -31,25 +18,19 @@ void sp_xbuf_new(enum sp_exporter kind, size_t len, int via_card,
 	x->card = -1;
 	x->fd = -1;
 	if (kind == SP_EXP_VGEM) {
-		struct sp_drm_create_dumb c = { .height = (uint32_t)(len / 16384),
-						.width = 4096, .bpp = 32 };
-		struct sp_drm_prime_handle ph = { .flags = O_RDWR | O_CLOEXEC };
-		struct sp_drm_map_dumb md = { 0 };
+		uint64_t got = 0, offset = 0;
 
 		CHECK(len % 16384 == 0, "vgem buffers here are multiples of 16 KiB");
 		x->card = sp_vgem_card();
 		if (x->card < 0)
 			SKIP("no vgem card in /dev/dri (modprobe vgem)");
-		CHECK_OK(ioctl(x->card, SP_DRM_IOCTL_MODE_CREATE_DUMB, &c));
-		CHECK(c.size >= len, "dumb buffer of %llu bytes", (unsigned long long)c.size);
-		x->gem = c.handle;
-		ph.handle = c.handle;
-		CHECK_OK(ioctl(x->card, SP_DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph));
-		x->fd = ph.fd;
-		md.handle = c.handle;
-		CHECK_OK(ioctl(x->card, SP_DRM_IOCTL_MODE_MAP_DUMB, &md));
+		CHECK_OK(sp_drm_dumb_create(x->card, len, 16384, &x->gem, &got));
+		CHECK(got >= len, "dumb buffer of %llu bytes", (unsigned long long)got);
+		x->fd = sp_drm_prime_export(x->card, x->gem, O_RDWR | O_CLOEXEC);
+		CHECK(x->fd >= 0, "PRIME_HANDLE_TO_FD: %s", strerror(errno));
+		CHECK_OK(sp_drm_dumb_offset(x->card, x->gem, &offset));
 		x->map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
-			      via_card ? x->card : x->fd, via_card ? (off_t)md.offset : 0);
+			      via_card ? x->card : x->fd, via_card ? (off_t)offset : 0);
 	} else if (kind == SP_EXP_UDMABUF) {
 		struct udmabuf_create uc = { .flags = UDMABUF_FLAGS_CLOEXEC, .size = len };
 		int dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
@@ -96,17 +77,15 @@ void sp_xbuf_free(struct sp_xbuf *x)
 
 uint32_t sp_vgem_import(int card, int fd)
 {
-	struct sp_drm_prime_handle ph = { .fd = fd };
+	uint32_t handle = 0;
 
-	CHECK_OK(ioctl(card, SP_DRM_IOCTL_PRIME_FD_TO_HANDLE, &ph));
-	return ph.handle;
+	CHECK_OK(sp_drm_prime_import(card, fd, &handle));
+	return handle;
 }
 
 void sp_vgem_close(int card, uint32_t handle)
 {
-	struct sp_drm_gem_close gc = { .handle = handle };
-
-	CHECK_OK(ioctl(card, SP_DRM_IOCTL_GEM_CLOSE, &gc));
+	CHECK_OK(sp_drm_gem_release(card, handle));
 }
 
 long sp_dmabuf_count(void)

@@ -5,8 +5,8 @@
  * and the system dma-heap. Each buffer is mapped through its exporter's
  * own mmap, as a GPU buffer would be (GUP fails on such a PFN mapping).
  *
- * The few DRM ioctls are declared here (from the kernel's uapi
- * include/uapi/drm/drm.h and drm_mode.h) so that the tests need no libdrm.
+ * The DRM structs and ioctls (SP_DRM_IOCTL_*) and the dumb-buffer helpers
+ * are user/drm/spdrm.h's, shared with strixpeerctl bench: no libdrm.
  */
 #ifndef SP_DMABUF_UTIL_H
 #define SP_DMABUF_UTIL_H
@@ -17,42 +17,7 @@
 #include <linux/udmabuf.h>
 #include <sys/mman.h>
 
-struct sp_drm_version {
-	int version_major, version_minor, version_patchlevel;
-	size_t name_len;
-	char *name;
-	size_t date_len;
-	char *date;
-	size_t desc_len;
-	char *desc;
-};
-
-struct sp_drm_create_dumb {
-	uint32_t height, width, bpp, flags, handle, pitch;
-	uint64_t size;
-};
-
-struct sp_drm_map_dumb {
-	uint32_t handle, pad;
-	uint64_t offset;
-};
-
-struct sp_drm_prime_handle {
-	uint32_t handle, flags;
-	int32_t fd;
-};
-
-#define SP_DRM_IOCTL_VERSION		_IOWR('d', 0x00, struct sp_drm_version)
-#define SP_DRM_IOCTL_PRIME_HANDLE_TO_FD	_IOWR('d', 0x2d, struct sp_drm_prime_handle)
-#define SP_DRM_IOCTL_MODE_CREATE_DUMB	_IOWR('d', 0xB2, struct sp_drm_create_dumb)
-#define SP_DRM_IOCTL_MODE_MAP_DUMB	_IOWR('d', 0xB3, struct sp_drm_map_dumb)
-
-struct sp_drm_gem_close {
-	uint32_t handle, pad;
-};
-
-#define SP_DRM_IOCTL_GEM_CLOSE		_IOW('d', 0x09, struct sp_drm_gem_close)
-#define SP_DRM_IOCTL_PRIME_FD_TO_HANDLE	_IOWR('d', 0x2e, struct sp_drm_prime_handle)
+#include "drm/spdrm.h"
 
 enum sp_exporter { SP_EXP_VGEM, SP_EXP_UDMABUF, SP_EXP_HEAP };
 

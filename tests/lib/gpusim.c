@@ -4,20 +4,7 @@
 
 int sp_drm_node(const char *prefix, int first, const char *name)
 {
-	for (int i = first; i < first + 64; i++) {
-		char path[40], got[32] = "";
-		struct sp_drm_version v = { .name_len = sizeof(got) - 1, .name = got };
-		int fd;
-
-		snprintf(path, sizeof(path), "/dev/dri/%s%d", prefix, i);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		if (ioctl(fd, SP_DRM_IOCTL_VERSION, &v) == 0 && !strcmp(got, name))
-			return fd;
-		close(fd);
-	}
-	return -1;
+	return sp_drm_find(prefix, first, name, NULL, 0);
 }
 
 int gpusim_open(void)
@@ -175,11 +162,10 @@ int sp_waits_in_read_begin(int tid)
 
 int sp_prime_export(int drm_fd, uint32_t handle)
 {
-	struct sp_drm_prime_handle ph = { .handle = handle, .flags = O_RDWR | O_CLOEXEC };
+	int fd = sp_drm_prime_export(drm_fd, handle, O_RDWR | O_CLOEXEC);
 
-	CHECK(ioctl(drm_fd, SP_DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph) == 0, "PRIME_HANDLE_TO_FD: %s",
-	      strerror(errno));
-	return ph.fd;
+	CHECK(fd >= 0, "PRIME_HANDLE_TO_FD: %s", strerror(errno));
+	return fd;
 }
 
 void gpusim_check_no_stale(int fd, uint64_t stale_before)
@@ -277,10 +263,6 @@ int sp_maps_count(const void *addr, size_t len)
 
 void sp_vgem_bo_new(size_t len, struct sp_vgem_bo *b)
 {
-	struct sp_drm_create_dumb c = { .height = (uint32_t)(len / 16384), .width = 4096,
-					.bpp = 32 };
-	struct sp_drm_map_dumb md = { 0 };
-
 	memset(b, 0, sizeof(*b));
 	b->len = len;
 	b->dmabuf = -1;
@@ -288,11 +270,8 @@ void sp_vgem_bo_new(size_t len, struct sp_vgem_bo *b)
 	b->card = sp_vgem_card();
 	if (b->card < 0)
 		SKIP("no vgem card in /dev/dri (modprobe vgem)");
-	CHECK_OK(ioctl(b->card, SP_DRM_IOCTL_MODE_CREATE_DUMB, &c));
-	b->handle = c.handle;
-	md.handle = c.handle;
-	CHECK_OK(ioctl(b->card, SP_DRM_IOCTL_MODE_MAP_DUMB, &md));
-	b->mmap_offset = md.offset;
+	CHECK_OK(sp_drm_dumb_create(b->card, len, 16384, &b->handle, NULL));
+	CHECK_OK(sp_drm_dumb_offset(b->card, b->handle, &b->mmap_offset));
 	b->node = sp_drm_node("renderD", 128, "vgem");
 	if (b->node >= 0) {
 		b->dmabuf = sp_prime_export(b->card, b->handle);
