@@ -251,10 +251,14 @@ $(TESTLIB_ASAN_A): $(patsubst tests/lib/%.c,$(B)/asan/lib/%.o,$(TESTLIB_SRC)) \
 	ar rcs $@ $^
 
 # Test programs link the static library, so they run anywhere (VM included).
-$(B)/tests/%: tests/guest/%.c $(TEST_HDR) $(LIB_HDR) $(RDMA_HDR) $(TESTLIB_A) $(B)/libstrixpeer.a \
-		$(RDMA_A) | $(B)/tests
-	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests/lib -Iuser -o $@ $< $(TESTLIB_A) \
-		$(B)/libstrixpeer.a $(RDMA_A) -libverbs $(NL_LIBS) -lpthread
+# A program of several files is tests/guest/NAME.c (its case table and main)
+# with the rest in tests/guest/NAME/ (*.c, and NAME.h for what they share).
+.SECONDEXPANSION:
+$(B)/tests/%: tests/guest/%.c $$(wildcard tests/guest/$$*/*.[ch]) $(TEST_HDR) $(LIB_HDR) \
+		$(RDMA_HDR) $(TESTLIB_A) $(B)/libstrixpeer.a $(RDMA_A) | $(B)/tests
+	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests/lib -Iuser -o $@ $< \
+		$(wildcard tests/guest/$*/*.c) $(TESTLIB_A) $(B)/libstrixpeer.a $(RDMA_A) -libverbs \
+		$(NL_LIBS) -lpthread
 
 # tests/abi/: a program built against the 1.0 header and linked against the
 # 1.0 library (a stub of tests/abi/1.0/libstrixpeer.map's symbols, as glibc
