@@ -87,6 +87,13 @@ RDMA_A := $(B)/sprdma/libsprdma.a
 # strixpeerctl bench's measuring (user/bench/): a static archive of its
 # own, linked into strixpeerctl only; it uses libstrixpeer's public API,
 # librdmacm for the RDMA figures and libm for the statistics.
+# DRM dumb buffers without libdrm (user/drm/): a static archive for bench
+# and the tests (test library, fuzzer, the gpualloc preload), never the library;
+# position-independent and hidden, so that the preload links it too and
+# exports nothing of it.
+DRM_SRC := user/drm/spdrm.c
+DRM_HDR := user/drm/spdrm.h
+DRM_A := $(B)/spdrm/libspdrm.a
 BENCH_SRC := user/bench/bench.c user/bench/mem.c user/bench/bench_rdma.c user/bench/bench_conn.c \
 	user/bench/report.c user/bench/util.c
 BENCH_OBJ := $(patsubst user/bench/%.c,$(B)/spbench/%.o,$(BENCH_SRC))
@@ -108,6 +115,16 @@ CLI_HDR += user/cli/doctor/doctor.h
 TEST_SRC := $(wildcard tests/guest/*.c)
 TEST_BIN := $(patsubst tests/guest/%.c,$(B)/tests/%,$(TEST_SRC))
 TEST_HDR := $(wildcard tests/lib/*.h) user/compat/pagemap_scan.h
+# The test programs' library (tests/lib/, with user/drm/'s DRM helper): each
+# helper compiled once, into build/tests/libsptest.a, and again with the
+# sanitizers (build/asan/).
+TESTLIB_SRC := $(wildcard tests/lib/*.c)
+TESTLIB_A := $(B)/tests/libsptest.a
+TESTLIB_ASAN_A := $(B)/asan/libsptest.a
+# AddressSanitizer and UBSan: the asan/ test programs, doctor-test,
+# bench-plot-test (they compile the library's sources in, not libstrixpeer.a)
+ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE
 
 .PHONY: all user lib module module-clean deps check check-host check-one demo install install-lib clean \
 	dkms-install dkms-remove deb rpm uninstall bench fuzz netlink-gen FORCE
@@ -168,7 +185,15 @@ $(RDMA_A): $(RDMA_OBJ)
 	rm -f $@
 	ar rcs $@ $(RDMA_OBJ)
 
-$(B)/spbench/%.o: user/bench/%.c $(BENCH_HDR) $(RDMA_HDR) $(PUB_HDR) | $(B)/spbench
+$(B)/spdrm/%.o: user/drm/%.c $(DRM_HDR)
+	@mkdir -p $(B)/spdrm
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(DRM_A): $(patsubst user/drm/%.c,$(B)/spdrm/%.o,$(DRM_SRC))
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/spbench/%.o: user/bench/%.c $(BENCH_HDR) $(RDMA_HDR) $(DRM_HDR) $(PUB_HDR) | $(B)/spbench
 	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser -c -o $@ $<
 
 $(BENCH_A): $(BENCH_OBJ)
@@ -176,8 +201,8 @@ $(BENCH_A): $(BENCH_OBJ)
 	ar rcs $@ $(BENCH_OBJ)
 
 $(B)/strixpeerctl: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(BENCH_HDR) $(BENCH_A) $(RDMA_HDR) $(RDMA_A) \
-		$(LIB_SO)
-	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser $(LDFLAGS) -o $@ $(CLI_SRC) $(BENCH_A) $(RDMA_A) \
+		$(DRM_A) $(LIB_SO)
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser $(LDFLAGS) -o $@ $(CLI_SRC) $(BENCH_A) $(RDMA_A) $(DRM_A) \
 		-L$(B) -lstrixpeer $(CLI_RPATH) $(DOCTOR_LIBS) $(BENCH_LIBS)
 
 # The installation directories, remembered: what embeds them is rebuilt when
@@ -187,8 +212,8 @@ $(B)/install/vars: FORCE | $(B)/install
 	@echo '$(INSTALL_VARS)' | cmp -s - $@ || echo '$(INSTALL_VARS)' > $@
 
 $(B)/install/strixpeerctl: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(BENCH_HDR) $(BENCH_A) $(RDMA_HDR) \
-		$(RDMA_A) $(LIB_SO) $(B)/install/vars
-	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser $(LDFLAGS) -o $@ $(CLI_SRC) $(BENCH_A) $(RDMA_A) \
+		$(RDMA_A) $(DRM_A) $(LIB_SO) $(B)/install/vars
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser $(LDFLAGS) -o $@ $(CLI_SRC) $(BENCH_A) $(RDMA_A) $(DRM_A) \
 		-L$(B) -lstrixpeer $(CLI_INSTALL_RPATH) $(DOCTOR_LIBS) $(BENCH_LIBS)
 
 SUBST_DIRS = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
@@ -203,11 +228,37 @@ $(B)/strixpeerConfig.cmake: user/lib/strixpeerConfig.cmake.in VERSION $(B)/insta
 $(B)/strixpeerConfigVersion.cmake: user/lib/strixpeerConfigVersion.cmake.in VERSION
 	$(SUBST_DIRS) $< > $@
 
+$(B)/tests/lib/%.o: tests/lib/%.c $(TEST_HDR) $(LIB_HDR) $(RDMA_HDR) $(DRM_HDR)
+	@mkdir -p $(B)/tests/lib
+	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests/lib -Iuser -c -o $@ $<
+
+$(TESTLIB_A): $(patsubst tests/lib/%.c,$(B)/tests/lib/%.o,$(TESTLIB_SRC)) \
+		$(patsubst user/drm/%.c,$(B)/spdrm/%.o,$(DRM_SRC))
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/asan/lib/%.o: tests/lib/%.c $(TEST_HDR) $(LIB_HDR) $(RDMA_HDR) $(DRM_HDR)
+	@mkdir -p $(B)/asan/lib
+	$(CC) $(ASAN_CFLAGS) -Itests/lib -Iuser -c -o $@ $<
+
+$(B)/asan/drm/%.o: user/drm/%.c $(DRM_HDR)
+	@mkdir -p $(B)/asan/drm
+	$(CC) $(ASAN_CFLAGS) -c -o $@ $<
+
+$(TESTLIB_ASAN_A): $(patsubst tests/lib/%.c,$(B)/asan/lib/%.o,$(TESTLIB_SRC)) \
+		$(patsubst user/drm/%.c,$(B)/asan/drm/%.o,$(DRM_SRC))
+	rm -f $@
+	ar rcs $@ $^
+
 # Test programs link the static library, so they run anywhere (VM included).
-$(B)/tests/%: tests/guest/%.c $(TEST_HDR) $(LIB_HDR) $(RDMA_HDR) $(B)/libstrixpeer.a $(RDMA_A) \
-		| $(B)/tests
-	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests/lib -Iuser -o $@ $< $(B)/libstrixpeer.a \
-		$(RDMA_A) -libverbs $(NL_LIBS) -lpthread
+# A program of several files is tests/guest/NAME.c (its case table and main)
+# with the rest in tests/guest/NAME/ (*.c, and NAME.h for what they share).
+.SECONDEXPANSION:
+$(B)/tests/%: tests/guest/%.c $$(wildcard tests/guest/$$*/*.[ch]) $(TEST_HDR) $(LIB_HDR) \
+		$(RDMA_HDR) $(TESTLIB_A) $(B)/libstrixpeer.a $(RDMA_A) | $(B)/tests
+	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests/lib -Iuser -o $@ $< \
+		$(wildcard tests/guest/$*/*.c) $(TESTLIB_A) $(B)/libstrixpeer.a $(RDMA_A) -libverbs \
+		$(NL_LIBS) -lpthread
 
 # tests/abi/: a program built against the 1.0 header and linked against the
 # 1.0 library (a stub of tests/abi/1.0/libstrixpeer.map's symbols, as glibc
@@ -222,8 +273,8 @@ $(B)/abi-1.0/libstrixpeer.so: $(ABI10)/libstrixpeer.map
 		> $(B)/abi-1.0/stub.c
 	$(CC) -shared -fPIC -Wl,-soname,$(SONAME) -Wl,--version-script=$< -o $@ $(B)/abi-1.0/stub.c
 $(B)/tests/abi_compat: tests/abi/abi_compat.c $(ABI10_HDR) tests/lib/tap.h \
-		$(B)/abi-1.0/libstrixpeer.so $(LIB_SO) | $(B)/tests
-	$(CC) $(CFLAGS) -I$(ABI10)/include -Itests/lib -o $@ $< -L$(B)/abi-1.0 -lstrixpeer \
+		$(B)/abi-1.0/libstrixpeer.so $(LIB_SO) $(TESTLIB_A) | $(B)/tests
+	$(CC) $(CFLAGS) -I$(ABI10)/include -Itests/lib -o $@ $< $(TESTLIB_A) -L$(B)/abi-1.0 -lstrixpeer \
 		-Wl,-rpath,'$$ORIGIN/..'
 
 # libstrixpeer-preload.so (user/preload/): LD_PRELOAD interposer for
@@ -237,22 +288,24 @@ $(PRELOAD_SO): user/preload/preload.c $(UAPI_HDR)
 # The suite's stand-in for hipMalloc under unmodified programs (test only).
 GPUALLOC_SO := $(B)/tests/libspgpualloc.so
 user: $(GPUALLOC_SO)
-$(GPUALLOC_SO): tests/preload/gpualloc.c | $(B)/tests
-	$(CC) $(CFLAGS) $(SP_CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ $< -lpthread
+$(GPUALLOC_SO): tests/preload/gpualloc.c $(DRM_HDR) $(DRM_A) | $(B)/tests
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser -fPIC -shared -fvisibility=hidden -o $@ $< $(DRM_A) -lpthread
 
-# The fuzzer (tests/fuzz/): raw syscalls and netlink, no library.
+# The fuzzer (tests/fuzz/): raw syscalls and netlink, no library (the DRM
+# helper's raw ioctls only).
 FUZZ_BIN := $(B)/tests/fuzz
 FUZZ_SRC := $(wildcard tests/fuzz/*.c)
 user: $(FUZZ_BIN)
-$(FUZZ_BIN): $(FUZZ_SRC) $(wildcard tests/fuzz/*.h) $(UAPI_HDR) | $(B)/tests
-	$(CC) $(CFLAGS) $(SP_CFLAGS) -o $@ $(FUZZ_SRC) -lpthread
+$(FUZZ_BIN): $(FUZZ_SRC) $(wildcard tests/fuzz/*.h) $(UAPI_HDR) $(DRM_HDR) $(DRM_A) | $(B)/tests
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser -o $@ $(FUZZ_SRC) $(DRM_A) -lpthread
 
-# Library and test compiled together with AddressSanitizer and UBSan.
-$(B)/asan/%: tests/guest/%.c $(TEST_HDR) $(LIB_HDR) $(LIB_SRC) $(RDMA_HDR) user/rdma/rc.c
+# Library and test compiled together with AddressSanitizer and UBSan
+# (ASAN_CFLAGS).
+$(B)/asan/%: tests/guest/%.c $(TEST_HDR) $(LIB_HDR) $(LIB_SRC) $(RDMA_HDR) user/rdma/rc.c \
+		$(TESTLIB_ASAN_A)
 	@mkdir -p $(B)/asan
-	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
-		-Itests/lib -Iuser -o $@ $< $(LIB_SRC) user/rdma/rc.c -libverbs $(NL_LIBS) -lpthread
+	$(CC) $(ASAN_CFLAGS) -Itests/lib -Iuser -o $@ $< $(TESTLIB_ASAN_A) $(LIB_SRC) user/rdma/rc.c \
+		-libverbs $(NL_LIBS) -lpthread
 
 # doctor's host test (tests/doctor/): the checks against generated fixture
 # trees, built with AddressSanitizer and UBSan
@@ -260,23 +313,22 @@ DOCTOR_TEST := $(B)/tests/doctor-test
 user: $(DOCTOR_TEST)
 $(DOCTOR_TEST): tests/doctor/doctor-test.c $(DOCTOR_SRC) user/cli/doctor/doctor.h \
 		user/cli/print.c user/cli/holders.c user/cli/holders.h user/cli/util.c \
-		user/cli/util.h $(LIB_HDR) $(LIB_SRC) $(RDMA_HDR) $(RDMA_SRC) tests/lib/tap.h $(wildcard tests/doctor/*.h) | $(B)/tests
-	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
+		user/cli/util.h $(LIB_HDR) $(LIB_SRC) $(RDMA_HDR) $(RDMA_SRC) tests/lib/tap.h $(wildcard tests/doctor/*.h) \
+		$(TESTLIB_ASAN_A) | $(B)/tests
+	$(CC) $(ASAN_CFLAGS) \
 		-Itests/lib -Iuser -Iuser/cli/doctor -o $@ $< $(DOCTOR_SRC) user/cli/print.c user/cli/holders.c \
 		user/cli/util.c $(RDMA_SRC) \
-		$(LIB_SRC) $(NL_LIBS) $(DOCTOR_LIBS) -lpthread
+		$(LIB_SRC) $(TESTLIB_ASAN_A) $(NL_LIBS) $(DOCTOR_LIBS) -lpthread
 
 # strixpeerctl bench's plot (tests/bench/): user/bench/ with the library,
 # AddressSanitizer and UBSan
 BENCH_PLOT_TEST := $(B)/tests/bench-plot-test
 user: $(BENCH_PLOT_TEST)
-$(BENCH_PLOT_TEST): tests/bench/plot-test.c $(BENCH_SRC) $(BENCH_HDR) $(LIB_HDR) $(LIB_SRC) \
-		$(RDMA_HDR) $(RDMA_SRC) tests/lib/tap.h | $(B)/tests
-	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-		-fno-sanitize-recover=all $(SP_CFLAGS) $(NL_CFLAGS) -U_FORTIFY_SOURCE \
-		-Itests/lib -Iuser -Iuser/bench -o $@ $< $(BENCH_SRC) $(LIB_SRC) $(RDMA_SRC) $(BENCH_LIBS) \
-		$(NL_LIBS) -lpthread
+$(BENCH_PLOT_TEST): tests/bench/plot-test.c $(BENCH_SRC) $(BENCH_HDR) $(DRM_HDR) $(LIB_HDR) $(LIB_SRC) \
+		$(RDMA_HDR) $(RDMA_SRC) tests/lib/tap.h $(TESTLIB_ASAN_A) | $(B)/tests
+	$(CC) $(ASAN_CFLAGS) \
+		-Itests/lib -Iuser -Iuser/bench -o $@ $< $(BENCH_SRC) $(LIB_SRC) $(RDMA_SRC) $(TESTLIB_ASAN_A) \
+		$(BENCH_LIBS) $(NL_LIBS) -lpthread
 
 # The examples (examples/), built like the tests against the static
 # library. An example whose engine is not installed (libucx-dev,

@@ -7,6 +7,7 @@
  * closing dma-buf fds.
  */
 #include "fuzz.h"
+#include "drm/spdrm.h"
 
 /* ---- mmap and friends ------------------------------------------------------ */
 
@@ -131,64 +132,18 @@ void op_mm(struct wstate *w)
 
 /* ---- dma-bufs ---------------------------------------------------------------- */
 
-struct drm_create_dumb_ {
-	uint32_t height, width, bpp, flags, handle, pitch;
-	uint64_t size;
-};
-
-struct drm_prime_handle_ {
-	uint32_t handle, flags;
-	int32_t fd;
-};
-
-struct drm_gem_close_ {
-	uint32_t handle, pad;
-};
-
-#define DRM_IOCTL_MODE_CREATE_DUMB_ _IOWR('d', 0xB2, struct drm_create_dumb_)
-#define DRM_IOCTL_PRIME_HANDLE_TO_FD_ _IOWR('d', 0x2d, struct drm_prime_handle_)
-#define DRM_IOCTL_PRIME_FD_TO_HANDLE_ _IOWR('d', 0x2e, struct drm_prime_handle_)
-#define DRM_IOCTL_GEM_CLOSE_ _IOW('d', 0x09, struct drm_gem_close_)
-
 /* vgem lets go of what it imported (its attachment goes with the last handle) */
 void gem_close(struct wstate *w, int i)
 {
-	struct drm_gem_close_ c = { .handle = w->gem[i] };
-
 	if (w->gem[i] && w->vgem >= 0)
-		ioctl(w->vgem, DRM_IOCTL_GEM_CLOSE_, &c);
+		sp_drm_gem_release(w->vgem, w->gem[i]);
 	w->gem[i] = 0;
 }
-
-struct drm_version_ {
-	int version_major, version_minor, version_patchlevel;
-	size_t name_len;
-	char *name;
-	size_t date_len;
-	char *date;
-	size_t desc_len;
-	char *desc;
-};
-
-#define DRM_IOCTL_VERSION_ _IOWR('d', 0x00, struct drm_version_)
 
 /* The vgem card (DRM_IOCTL_VERSION names the driver), or -1. */
 int open_vgem(void)
 {
-	for (int i = 0; i < 16; i++) {
-		char path[64], name[16] = "";
-		struct drm_version_ v = { .name_len = sizeof(name) - 1, .name = name };
-		int fd;
-
-		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		if (ioctl(fd, DRM_IOCTL_VERSION_, &v) == 0 && !strcmp(name, "vgem"))
-			return fd;
-		close(fd);
-	}
-	return -1;
+	return sp_drm_find("card", 0, "vgem", NULL, 0);
 }
 
 void op_dmabuf(struct wstate *w)
@@ -197,7 +152,7 @@ void op_dmabuf(struct wstate *w)
 	switch (below(&w->r, 11)) {
 	case 9: {	/* vgem imports a dma-buf: a device attaches and maps it (DMA-API debug watches) */
 		int k = pick_db(w), g = (int)below(&w->r, 8);
-		struct drm_prime_handle_ ph = { .flags = 0 };
+		uint32_t handle;
 
 		if (w->vgem < 0)
 			return;
@@ -216,13 +171,12 @@ void op_dmabuf(struct wstate *w)
 		if (k < 0 || w->d[k].fd < 0)
 			return;
 		gem_close(w, g);
-		ph.fd = w->d[k].fd;
-		if (ioctl(w->vgem, DRM_IOCTL_PRIME_FD_TO_HANDLE_, &ph) == 0) {
+		if (sp_drm_prime_import(w->vgem, w->d[k].fd, &handle) == 0) {
 			ok(OK_ATTACH);
 			for (int i = 0; i < 8; i++)	/* the same dma-buf again: the same handle */
-				if (w->gem[i] == ph.handle)
+				if (w->gem[i] == handle)
 					return;
-			w->gem[g] = ph.handle;
+			w->gem[g] = handle;
 		}
 		break;
 	}
@@ -274,14 +228,15 @@ void op_dmabuf(struct wstate *w)
 		break;
 	}
 	case 4: {	/* vgem dumb buffer, PRIME-exported */
-		struct drm_create_dumb_ c = { .height = (uint32_t)(1 + below(&w->r, 16)), .width = 1024, .bpp = 32 };
-		struct drm_prime_handle_ ph = { .flags = O_RDWR | O_CLOEXEC };
+		uint64_t size = (1 + below(&w->r, 16)) * 4096;	/* 1 to 16 rows of 4 KiB */
+		uint32_t handle;
+		int fd;
 
-		if (w->vgem < 0 || ioctl(w->vgem, DRM_IOCTL_MODE_CREATE_DUMB_, &c))
+		if (w->vgem < 0 || sp_drm_dumb_create(w->vgem, size, 4096, &handle, &size))
 			return;
-		ph.handle = c.handle;
-		if (ioctl(w->vgem, DRM_IOCTL_PRIME_HANDLE_TO_FD_, &ph) == 0)
-			add_db(w, ph.fd, c.size, DB_VGEM);
+		fd = sp_drm_prime_export(w->vgem, handle, O_RDWR | O_CLOEXEC);
+		if (fd >= 0)
+			add_db(w, fd, size, DB_VGEM);
 		break;
 	}
 	case 5: {	/* mmap a dma-buf into a slot */

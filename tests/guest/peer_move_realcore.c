@@ -25,10 +25,7 @@
  */
 #include "peer_util.h"
 #include "gpusim.h"
-/* its two-process pair is not used here, its node helpers are */
-#pragma GCC diagnostic ignored "-Wunused-function"
 #include "rdma_pair.h"
-#pragma GCC diagnostic warning "-Wunused-function"
 
 #include <pthread.h>
 #include <signal.h>

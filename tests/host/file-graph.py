@@ -8,10 +8,12 @@ Each .c file is compiled on its own and its object read with nm: an
 undefined global symbol that another file of the same program defines is an
 edge from the first file to the second. A strongly connected component of
 more than one file is a circle (a file that calls back up into its caller).
-It also fails for a source file over MAX_LINES lines (user/ and include/,
-or kmod/): past that a file holds more than one mechanism.
+It also fails for a source file over MAX_LINES lines (user/, include/ and
+tests/ with the user graph, kmod/ with the module's): past that a file
+holds more than one mechanism. The few files of tests/ not yet split
+(OVER_CAP) may not grow past the size they have.
 
-  file-graph.py user            the library, the RDMA and bench archives, the CLI
+  file-graph.py user            the library, the RDMA, DRM and bench archives, the CLI
   file-graph.py kmod DIR        the module, from a kbuild tree's objects
                                 (DIR holds kmod/*.o, as tests/vm/build-module.sh
                                 leaves them)
@@ -24,20 +26,36 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MAX_LINES = 700
+# Not yet split along their sections (issue 46): each may shrink, not grow.
+OVER_CAP = {
+    "tests/kmod/gpusim.c": 1207,
+    "tests/kmod/peersim_core.c": 1159,
+    "tests/kmod/peersim_hca.c": 1205,
+}
+# tests/: the programs, their library, the stand-in modules, the scripts
+TESTS_SOURCES = ["tests/**/*.[ch]", "tests/**/*.sh", "tests/**/*.py"]
 
 
 def sizes(patterns):
-    ok, n = True, 0
+    ok, n, notes = True, 0, []
     for pat in patterns:
         for f in sorted(glob.glob(pat, root_dir=ROOT, recursive=True)):
             n += 1
             with open(os.path.join(ROOT, f)) as fh:
                 lines = sum(1 for _ in fh)
-            if lines > MAX_LINES:
-                print(f"{f}: {lines} lines, over {MAX_LINES}")
+            cap = max(MAX_LINES, OVER_CAP.get(f, 0))
+            if lines > cap:
+                print(f"{f}: {lines} lines, over {cap}")
                 ok = False
+            elif lines > MAX_LINES:
+                notes.append(f"note: {f}: {lines} lines, over {MAX_LINES}: "
+                             f"to be split (OVER_CAP: at most {cap})")
+    # after the failures: run-all.sh reports the first line that is not a graph's
+    for note in notes:
+        print(note)
     if ok:
-        print(f"{n} files, none over {MAX_LINES} lines")
+        print(f"{n} files, none over {MAX_LINES} lines"
+              + (" but OVER_CAP's" if notes else ""))
     return ok
 
 
@@ -142,6 +160,7 @@ def main():
             ("libstrixpeer", sorted(glob.glob("user/lib/*.c",
                                               root_dir=ROOT))),
             ("sprdma", sorted(glob.glob("user/rdma/*.c", root_dir=ROOT))),
+            ("spdrm", sorted(glob.glob("user/drm/*.c", root_dir=ROOT))),
             ("spbench", sorted(glob.glob("user/bench/*.c", root_dir=ROOT))),
             ("strixpeerctl", sorted(glob.glob("user/cli/*.c", root_dir=ROOT)
                                     + glob.glob("user/cli/doctor/*.c",
@@ -152,7 +171,7 @@ def main():
                 srcs = [s for s in srcs if not s.endswith("preload.c")] \
                     if name == "libstrixpeer" else srcs
                 ok &= graph(name, compile_all(srcs, flags, tmp), verbose)
-        ok &= sizes(["user/**/*.[ch]", "include/**/*.h"])
+        ok &= sizes(["user/**/*.[ch]", "include/**/*.h"] + TESTS_SOURCES)
     else:
         if len(args) < 2:
             sys.exit(__doc__)

@@ -5,8 +5,8 @@
  * and the system dma-heap. Each buffer is mapped through its exporter's
  * own mmap, as a GPU buffer would be (GUP fails on such a PFN mapping).
  *
- * The few DRM ioctls are declared here (from the kernel's uapi
- * include/uapi/drm/drm.h and drm_mode.h) so that the tests need no libdrm.
+ * The DRM structs and ioctls (SP_DRM_IOCTL_*) and the dumb-buffer helpers
+ * are user/drm/spdrm.h's, shared with strixpeerctl bench: no libdrm.
  */
 #ifndef SP_DMABUF_UTIL_H
 #define SP_DMABUF_UTIL_H
@@ -17,46 +17,11 @@
 #include <linux/udmabuf.h>
 #include <sys/mman.h>
 
-struct sp_drm_version {
-	int version_major, version_minor, version_patchlevel;
-	size_t name_len;
-	char *name;
-	size_t date_len;
-	char *date;
-	size_t desc_len;
-	char *desc;
-};
-
-struct sp_drm_create_dumb {
-	uint32_t height, width, bpp, flags, handle, pitch;
-	uint64_t size;
-};
-
-struct sp_drm_map_dumb {
-	uint32_t handle, pad;
-	uint64_t offset;
-};
-
-struct sp_drm_prime_handle {
-	uint32_t handle, flags;
-	int32_t fd;
-};
-
-#define SP_DRM_IOCTL_VERSION		_IOWR('d', 0x00, struct sp_drm_version)
-#define SP_DRM_IOCTL_PRIME_HANDLE_TO_FD	_IOWR('d', 0x2d, struct sp_drm_prime_handle)
-#define SP_DRM_IOCTL_MODE_CREATE_DUMB	_IOWR('d', 0xB2, struct sp_drm_create_dumb)
-#define SP_DRM_IOCTL_MODE_MAP_DUMB	_IOWR('d', 0xB3, struct sp_drm_map_dumb)
-
-struct sp_drm_gem_close {
-	uint32_t handle, pad;
-};
-
-#define SP_DRM_IOCTL_GEM_CLOSE		_IOW('d', 0x09, struct sp_drm_gem_close)
-#define SP_DRM_IOCTL_PRIME_FD_TO_HANDLE	_IOWR('d', 0x2e, struct sp_drm_prime_handle)
+#include "drm/spdrm.h"
 
 enum sp_exporter { SP_EXP_VGEM, SP_EXP_UDMABUF, SP_EXP_HEAP };
 
-static const char *const sp_exporter_name[] = { "vgem", "udmabuf", "dma-heap" };
+extern const char *const sp_exporter_name[3];
 
 /* A buffer of an exporter, mapped through the exporter's own mmap. */
 struct sp_xbuf {
@@ -69,132 +34,25 @@ struct sp_xbuf {
 };
 
 /* The vgem card's fd, or -1. */
-static inline int sp_vgem_card(void)
-{
-	for (int i = 0; i < 16; i++) {
-		char path[32], name[16] = "";
-		struct sp_drm_version v = { .name_len = sizeof(name) - 1, .name = name };
-		int fd;
-
-		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		if (ioctl(fd, SP_DRM_IOCTL_VERSION, &v) == 0 && !strcmp(name, "vgem"))
-			return fd;
-		close(fd);
-	}
-	return -1;
-}
+int sp_vgem_card(void);
 
 /*
  * Allocates @len bytes from @kind and maps them (through the card for
  * vgem when @via_card, else through the dma-buf). Skips the case when the
  * exporter is not on this kernel.
  */
-static inline void sp_xbuf_new(enum sp_exporter kind, size_t len, int via_card,
-			       struct sp_xbuf *x)
-{
-	memset(x, 0, sizeof(*x));
-	x->kind = kind;
-	x->len = len;
-	x->card = -1;
-	x->fd = -1;
-	if (kind == SP_EXP_VGEM) {
-		struct sp_drm_create_dumb c = { .height = (uint32_t)(len / 16384),
-						.width = 4096, .bpp = 32 };
-		struct sp_drm_prime_handle ph = { .flags = O_RDWR | O_CLOEXEC };
-		struct sp_drm_map_dumb md = { 0 };
+void sp_xbuf_new(enum sp_exporter kind, size_t len, int via_card,
+		 struct sp_xbuf *x);
 
-		CHECK(len % 16384 == 0, "vgem buffers here are multiples of 16 KiB");
-		x->card = sp_vgem_card();
-		if (x->card < 0)
-			SKIP("no vgem card in /dev/dri (modprobe vgem)");
-		CHECK_OK(ioctl(x->card, SP_DRM_IOCTL_MODE_CREATE_DUMB, &c));
-		CHECK(c.size >= len, "dumb buffer of %llu bytes", (unsigned long long)c.size);
-		x->gem = c.handle;
-		ph.handle = c.handle;
-		CHECK_OK(ioctl(x->card, SP_DRM_IOCTL_PRIME_HANDLE_TO_FD, &ph));
-		x->fd = ph.fd;
-		md.handle = c.handle;
-		CHECK_OK(ioctl(x->card, SP_DRM_IOCTL_MODE_MAP_DUMB, &md));
-		x->map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
-			      via_card ? x->card : x->fd, via_card ? (off_t)md.offset : 0);
-	} else if (kind == SP_EXP_UDMABUF) {
-		struct udmabuf_create uc = { .flags = UDMABUF_FLAGS_CLOEXEC, .size = len };
-		int dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
-		int memfd;
-
-		if (dev < 0)
-			SKIP("no /dev/udmabuf: CONFIG_UDMABUF is not set in this kernel");
-		memfd = memfd_create("sp-udmabuf", MFD_ALLOW_SEALING | MFD_CLOEXEC);
-		CHECK(memfd >= 0, "memfd_create: %s", strerror(errno));
-		CHECK_OK(ftruncate(memfd, (off_t)len));
-		CHECK_OK(fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK));
-		uc.memfd = (uint32_t)memfd;
-		x->fd = ioctl(dev, UDMABUF_CREATE, &uc);
-		CHECK(x->fd >= 0, "UDMABUF_CREATE: %s", strerror(errno));
-		close(memfd);
-		close(dev);
-		x->map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, x->fd, 0);
-	} else {
-		struct dma_heap_allocation_data ha = { .len = len,
-						       .fd_flags = O_RDWR | O_CLOEXEC };
-		int heap = open("/dev/dma_heap/system", O_RDONLY | O_CLOEXEC);
-
-		if (heap < 0)
-			SKIP("no /dev/dma_heap/system: CONFIG_DMABUF_HEAPS_SYSTEM is not set in this kernel");
-		CHECK_OK(ioctl(heap, DMA_HEAP_IOCTL_ALLOC, &ha));
-		x->fd = (int)ha.fd;
-		close(heap);
-		x->map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, x->fd, 0);
-	}
-	CHECK(x->map != MAP_FAILED, "%s mmap: %s", sp_exporter_name[kind], strerror(errno));
-}
-
-static inline void sp_xbuf_free(struct sp_xbuf *x)
-{
-	if (x->map && x->map != MAP_FAILED)
-		munmap(x->map, x->len);
-	if (x->fd >= 0)
-		close(x->fd);
-	if (x->card >= 0)
-		close(x->card);	/* drops the GEM handle */
-	x->map = NULL;
-	x->fd = x->card = -1;
-}
+void sp_xbuf_free(struct sp_xbuf *x);
 
 /* vgem imports the dma-buf @fd (PRIME); returns the GEM handle. */
-static inline uint32_t sp_vgem_import(int card, int fd)
-{
-	struct sp_drm_prime_handle ph = { .fd = fd };
-
-	CHECK_OK(ioctl(card, SP_DRM_IOCTL_PRIME_FD_TO_HANDLE, &ph));
-	return ph.handle;
-}
+uint32_t sp_vgem_import(int card, int fd);
 
 /* Drops a GEM handle (an import's attachment goes with its last one). */
-static inline void sp_vgem_close(int card, uint32_t handle)
-{
-	struct sp_drm_gem_close gc = { .handle = handle };
-
-	CHECK_OK(ioctl(card, SP_DRM_IOCTL_GEM_CLOSE, &gc));
-}
+void sp_vgem_close(int card, uint32_t handle);
 
 /* dma-bufs alive on the node (debugfs), or -1 when it cannot be read. */
-static inline long sp_dmabuf_count(void)
-{
-	FILE *f = fopen("/sys/kernel/debug/dma_buf/bufinfo", "re");
-	char line[512];
-	long n = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Total %ld objects", &n) == 1)
-			break;
-	fclose(f);
-	return n;
-}
+long sp_dmabuf_count(void);
 
 #endif /* SP_DMABUF_UTIL_H */

@@ -7,14 +7,6 @@
 #include "../kmod/kfdsim_uapi.h"
 
 /* /dev/sp_kfdsim; the case is skipped, saying so, when the module is not loaded. */
-static inline int sp_kfdsim_open(void)
-{
-	int fd = open(SP_KFDSIM_DEVICE, O_RDWR | O_CLOEXEC);
-
-	if (fd < 0 && errno == ENOENT)
-		SKIP("%s not present: sp_kfdsim.ko not loaded", SP_KFDSIM_DEVICE);
-	CHECK(fd >= 0, "open %s: %s", SP_KFDSIM_DEVICE, strerror(errno));
-	return fd;
-}
+int sp_kfdsim_open(void);
 
 #endif /* SP_TEST_KFDSIM_H */

@@ -24,62 +24,19 @@
 #define HUGE_SZ (2 * MiB)
 
 /* Opens /dev/strixpeer raw; skips the case when the module is absent. */
-static inline int sp_test_open(void)
-{
-	int fd = open(STRIXPEER_DEVICE_PATH, O_RDWR | O_CLOEXEC);
-
-	if (fd < 0 && errno == ENOENT)
-		SKIP("%s not present: strixpeer module not loaded", STRIXPEER_DEVICE_PATH);
-	CHECK(fd >= 0, "open %s: %s", STRIXPEER_DEVICE_PATH, strerror(errno));
-	return fd;
-}
+int sp_test_open(void);
 
 /* Opens through the library; skips the case when the module is absent. */
-static inline struct sp_dev *sp_test_dev(void)
-{
-	struct sp_dev *dev;
-	int ret = sp_dev_open(NULL, &dev);
+struct sp_dev *sp_test_dev(void);
 
-	if (ret == -ENOENT)
-		SKIP("%s", sp_errmsg());
-	CHECK(ret == 0, "sp_dev_open: %s", sp_errmsg());
-	return dev;
-}
+int sp_raw_alloc(int fd, uint64_t size, uint32_t node, uint32_t flags,
+		 struct strixpeer_buf_alloc *out);
 
-static inline int sp_raw_alloc(int fd, uint64_t size, uint32_t node, uint32_t flags,
-			       struct strixpeer_buf_alloc *out)
-{
-	struct strixpeer_buf_alloc a = { .size = size, .node = node, .flags = flags };
-	int ret = ioctl(fd, STRIXPEER_IOC_BUF_ALLOC, &a);
+int sp_raw_free(int fd, uint32_t handle);
 
-	if (out)
-		*out = a;
-	return ret;
-}
+void *sp_raw_map(int fd, const struct strixpeer_buf_alloc *a);
 
-static inline int sp_raw_free(int fd, uint32_t handle)
-{
-	struct strixpeer_buf_free f = { .handle = handle };
-
-	return ioctl(fd, STRIXPEER_IOC_BUF_FREE, &f);
-}
-
-static inline void *sp_raw_map(int fd, const struct strixpeer_buf_alloc *a)
-{
-	void *p = mmap(NULL, a->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		       (off_t)a->mmap_offset);
-
-	CHECK(p != MAP_FAILED, "mmap: %s", strerror(errno));
-	return p;
-}
-
-static inline struct sp_stats sp_test_stats(void)
-{
-	struct sp_stats st;
-
-	CHECK(sp_stats_read(&st) == 0, "%s", sp_errmsg());
-	return st;
-}
+struct sp_stats sp_test_stats(void);
 
 /* The module holds no buffer and no pinned byte (all cases end so). */
 #define CHECK_NOTHING_PINNED()						\
@@ -91,55 +48,14 @@ static inline struct sp_stats sp_test_stats(void)
 	} while (0)
 
 /* A field of /proc/meminfo (or a node's meminfo when node >= 0), bytes. */
-static inline uint64_t sp_meminfo(int node, const char *field)
-{
-	char path[96], line[256];
-	uint64_t kb = 0;
-	FILE *f;
-
-	if (node < 0)
-		snprintf(path, sizeof(path), "/proc/meminfo");
-	else
-		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/meminfo", node);
-	f = fopen(path, "re");
-	CHECK(f, "%s: %s", path, strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, field);
-
-		if (p && p[strlen(field)] == ':') {
-			kb = strtoull(p + strlen(field) + 1, NULL, 10);
-			break;
-		}
-	}
-	fclose(f);
-	return kb * 1024;
-}
+uint64_t sp_meminfo(int node, const char *field);
 
 /*
  * Free memory in bytes, of one node or all (node < 0): the buddy
  * allocator's free pages plus the pages parked in per-cpu lists, which
  * MemFree leaves out (freed pages often sit there for a while).
  */
-static inline uint64_t sp_free_bytes(int node)
-{
-	char line[256];
-	uint64_t pages = 0, v;
-	int cur = -1;
-	FILE *f = fopen("/proc/zoneinfo", "re");
-
-	CHECK(f, "zoneinfo: %s", strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Node %d,", &cur) == 1)
-			continue;
-		if (node >= 0 && cur != node)
-			continue;
-		if (sscanf(line, " pages free %" SCNu64, &v) == 1 ||
-		    sscanf(line, " count: %" SCNu64, &v) == 1)
-			pages += v;
-	}
-	fclose(f);
-	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
-}
+uint64_t sp_free_bytes(int node);
 
 /*
  * Position-dependent bytes: any sub-range can be checked on its own. The
@@ -147,123 +63,29 @@ static inline uint64_t sp_free_bytes(int node)
  * write (splitmix64's finaliser over position and seed: every bit of both
  * reaches the byte).
  */
-static inline uint8_t sp_pattern(uint64_t pos, uint32_t seed)
-{
-	return sp_rc_pattern(pos, seed);
-}
+uint8_t sp_pattern(uint64_t pos, uint32_t seed);
 
-static inline void sp_fill(void *p, uint64_t len, uint64_t pos, uint32_t seed)
-{
-	sp_rc_fill(p, len, pos, seed);
-}
+void sp_fill(void *p, uint64_t len, uint64_t pos, uint32_t seed);
 
 /* Returns the index of the first wrong byte, or -1. */
-static inline int64_t sp_verify(const void *p, uint64_t len, uint64_t pos, uint32_t seed)
-{
-	return sp_rc_verify(p, len, pos, seed);
-}
+int64_t sp_verify(const void *p, uint64_t len, uint64_t pos, uint32_t seed);
 
 /* Physical frame of a mapped address (root only), 0 if not present. */
-static inline uint64_t sp_pfn(const void *addr)
-{
-	uint64_t ent = 0;
-	long psz = sysconf(_SC_PAGESIZE);
-	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-
-	CHECK(fd >= 0, "pagemap: %s", strerror(errno));
-	CHECK(pread(fd, &ent, sizeof(ent), (off_t)((uintptr_t)addr / psz * 8)) == 8,
-	      "pagemap read");
-	close(fd);
-	if (!(ent & (1ULL << 63)))
-		return 0;
-	return ent & ((1ULL << 55) - 1);
-}
+uint64_t sp_pfn(const void *addr);
 
 /* Runs fn in a child with a module parameter set, then restores it. */
-static inline void with_param(const char *name, const char *val, void (*fn)(void))
-{
-	char path[128], old[64] = "";
-	int status;
-	FILE *f;
-	pid_t pid;
-
-	snprintf(path, sizeof(path), "/sys/module/strixpeer/parameters/%s", name);
-	f = fopen(path, "re");
-	CHECK(f && fgets(old, sizeof(old), f), "read %s", path);
-	fclose(f);
-	f = fopen(path, "we");
-	CHECK(f && fputs(val, f) >= 0 && fclose(f) == 0, "write %s", path);
-	pid = fork();
-	if (pid == 0) {
-		fn();
-		_exit(0);
-	}
-	waitpid(pid, &status, 0);
-	f = fopen(path, "we");
-	CHECK(f && fputs(old, f) >= 0 && fclose(f) == 0, "restore %s", path);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "with %s=%s", name, val);
-}
+void with_param(const char *name, const char *val, void (*fn)(void));
 
 /* Passes an fd over a UNIX socket (SCM_RIGHTS), with one byte. */
-static inline void sp_send_fd(int sock, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { .iov_base = "f", .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	CHECK(sendmsg(sock, &msg, 0) == 1, "sendmsg: %s", strerror(errno));
-}
+void sp_send_fd(int sock, int fd);
 
 /* Receives an fd sent by sp_send_fd(). */
-static inline int sp_recv_fd(int sock)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, c;
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *cm;
-	int fd;
-
-	CHECK(recvmsg(sock, &msg, 0) == 1, "recvmsg: %s", strerror(errno));
-	cm = CMSG_FIRSTHDR(&msg);
-	CHECK(cm && cm->cmsg_type == SCM_RIGHTS, "no fd received");
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
-}
+int sp_recv_fd(int sock);
 
 /* Whether the running kernel has the symbol @sym (/proc/kallsyms). */
-static inline bool sp_kernel_has(const char *sym)
-{
-	char line[256], name[128];
-	bool found = false;
-	FILE *f = fopen("/proc/kallsyms", "re");
-
-	CHECK(f, "/proc/kallsyms: %s", strerror(errno));
-	while (!found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "%*s %*s %127s", name) == 1 && !strcmp(name, sym);
-	fclose(f);
-	return found;
-}
+bool sp_kernel_has(const char *sym);
 
 /* Write @val to the file @path (sysfs, debugfs); false when it cannot. */
-static inline bool sp_write_file(const char *path, const char *val)
-{
-	FILE *f = fopen(path, "we");
-
-	if (!f)
-		return false;
-	fputs(val, f);
-	return fclose(f) == 0;
-}
+bool sp_write_file(const char *path, const char *val);
 
 #endif /* SP_TEST_H */

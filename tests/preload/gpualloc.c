@@ -29,15 +29,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "drm/spdrm.h"
+
 #define SP_EXPORT __attribute__((visibility("default")))
 
-struct dumb_create { uint32_t height, width, bpp, flags, handle, pitch; uint64_t size; };
-struct dumb_map { uint32_t handle, pad; uint64_t offset; };
-struct drm_ver { int major, minor, patch; size_t name_len; char *name;
-		 size_t date_len; char *date; size_t desc_len; char *desc; };
-#define IOCTL_VERSION		_IOWR('d', 0x00, struct drm_ver)
-#define IOCTL_CREATE_DUMB	_IOWR('d', 0xB2, struct dumb_create)
-#define IOCTL_MAP_DUMB		_IOWR('d', 0xB3, struct dumb_map)
 
 #define MAX_BOS 64
 
@@ -50,25 +45,6 @@ static int log_on;
 void __libc_free(void *p);
 void *__libc_memalign(size_t align, size_t size);
 
-/* vgem's card (dumb buffers are created there) */
-static int vgem_card(void)
-{
-	for (int i = 0; i < 16; i++) {
-		char path[32], name[16] = "";
-		struct drm_ver v = { .name_len = sizeof(name) - 1, .name = name };
-		int fd;
-
-		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		if (!ioctl(fd, IOCTL_VERSION, &v) && !strcmp(name, "vgem"))
-			return fd;
-		close(fd);
-	}
-	return -1;
-}
-
 __attribute__((constructor)) static void init(void)
 {
 	const char *m = getenv("SP_GPUALLOC_MIN"), *l = getenv("SP_GPUALLOC_LOG");
@@ -76,7 +52,7 @@ __attribute__((constructor)) static void init(void)
 	if (m && *m)
 		min_size = strtoull(m, NULL, 0);
 	log_on = l && *l == '1';
-	card = vgem_card();
+	card = sp_drm_find("card", 0, "vgem", NULL, 0);	/* dumb buffers are made there */
 	if (log_on)
 		fprintf(stderr, "gpualloc: vgem card fd %d, allocations of %zu bytes and more are GPU buffers\n",
 			card, min_size);
@@ -89,37 +65,35 @@ __attribute__((constructor)) static void init(void)
  */
 static void *bo_alloc(size_t size, size_t align)
 {
-	struct dumb_create c = { .width = 4096, .bpp = 32 };
-	struct dumb_map md = { 0 };
+	uint64_t got, offset;
+	uint32_t handle;
 	uint8_t *r, *p;
 	size_t pad;
 
-	c.height = (uint32_t)((size + 16383) / 16384);
-	if (card < 0 || ioctl(card, IOCTL_CREATE_DUMB, &c))
+	if (card < 0 || sp_drm_dumb_create(card, size, 16384, &handle, &got))
 		return NULL;
-	md.handle = c.handle;
-	if (ioctl(card, IOCTL_MAP_DUMB, &md))
+	if (sp_drm_dumb_offset(card, handle, &offset))
 		return NULL;
 	/* an address range with room to align in, the BO mapped over its middle */
 	pad = align > 4096 ? align : 0;
-	r = mmap(NULL, c.size + pad, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	r = mmap(NULL, got + pad, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (r == MAP_FAILED)
 		return NULL;
 	p = (uint8_t *)(((uintptr_t)r + pad) & ~(uintptr_t)(pad ? pad - 1 : 0));
 	if (p > r)
 		munmap(r, (size_t)(p - r));
-	if (r + c.size + pad > p + c.size)
-		munmap(p + c.size, (size_t)(r + c.size + pad - (p + c.size)));
-	if (mmap(p, c.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, card,
-		 (off_t)md.offset) == MAP_FAILED) {
-		munmap(p, c.size);
+	if (r + got + pad > p + got)
+		munmap(p + got, (size_t)(r + got + pad - (p + got)));
+	if (mmap(p, got, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, card,
+		 (off_t)offset) == MAP_FAILED) {
+		munmap(p, got);
 		return NULL;
 	}
 	pthread_mutex_lock(&lock);
 	for (int i = 0; i < MAX_BOS; i++) {
 		if (!bos[i].addr) {
 			bos[i].addr = p;
-			bos[i].len = c.size;
+			bos[i].len = got;
 			pthread_mutex_unlock(&lock);
 			/*
 			 * The mapping holds the object; its handle stays in the
@@ -127,12 +101,12 @@ static void *bo_alloc(size_t size, size_t align)
 			 */
 			if (log_on)
 				fprintf(stderr, "gpualloc: %zu bytes of GPU memory at %p (vgem BO %u)\n",
-					size, p, c.handle);
+					size, p, handle);
 			return p;
 		}
 	}
 	pthread_mutex_unlock(&lock);
-	munmap(p, c.size);
+	munmap(p, got);
 	return NULL;
 }
 

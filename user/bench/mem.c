@@ -19,6 +19,7 @@
 
 #include "strixpeer.h"
 #include "bench_int.h"
+#include "drm/spdrm.h"
 
 #define MiB		((uint64_t)1024 * 1024)
 #define HUGE_SZ		(2 * MiB)
@@ -136,79 +137,16 @@ static int sp_mem_dmabuf_alloc(struct sp_dev *dev, struct sp_bench_mem *m)
 /*
  * A GPU buffer object as ROCm maps one: a DRM dumb buffer on the first card
  * whose driver the module claims (claim_gem_drivers: amdgpu on a node, vgem
- * in the test VM), mapped through the card's GEM mmap. Registered by
- * sp_reg_mr(), which turns the mapping into the BO's dma-buf.
+ * in the test VM), mapped through the card's GEM mmap (user/drm/spdrm.h).
+ * Registered by sp_reg_mr(), which turns the mapping into the BO's dma-buf.
  */
-struct sp_drm_version {
-	int version_major, version_minor, version_patchlevel;
-	size_t name_len;
-	char *name;
-	size_t date_len;
-	char *date;
-	size_t desc_len;
-	char *desc;
-};
-
-struct sp_drm_create_dumb {
-	__u32 height, width, bpp, flags, handle, pitch;
-	__u64 size;
-};
-
-struct sp_drm_map_dumb {
-	__u32 handle, pad;
-	__u64 offset;
-};
-
-struct sp_drm_gem_close {
-	__u32 handle, pad;
-};
-
-#define SP_DRM_IOCTL_VERSION		_IOWR('d', 0x00, struct sp_drm_version)
-#define SP_DRM_IOCTL_GEM_CLOSE		_IOW('d', 0x09, struct sp_drm_gem_close)
-#define SP_DRM_IOCTL_MODE_CREATE_DUMB	_IOWR('d', 0xB2, struct sp_drm_create_dumb)
-#define SP_DRM_IOCTL_MODE_MAP_DUMB	_IOWR('d', 0xB3, struct sp_drm_map_dumb)
-
 #define SP_CLAIM_PARAM	"/sys/module/strixpeer/parameters/claim_gem_drivers"
-
-/* Is @name in the comma-separated @list? */
-static bool sp_in_list(const char *list, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (const char *p = list; *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] != 0))
-		if (strcspn(p, ",") == n && !strncmp(p, name, n))
-			return true;
-	return false;
-}
-
-/* The first /dev/dri/card* of a claimed driver (its name in @drv), or -1. */
-static int sp_claimed_card(const char *claim, char *drv, size_t len)
-{
-	for (int i = 0; i < 64; i++) {
-		char path[32], name[64] = "";
-		struct sp_drm_version v = { .name_len = sizeof(name) - 1, .name = name };
-		int fd;
-
-		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		if (ioctl(fd, SP_DRM_IOCTL_VERSION, &v) == 0 && sp_in_list(claim, name)) {
-			sp_bench_copy(drv, len, name);
-			return fd;
-		}
-		close(fd);
-	}
-	return -1;
-}
 
 static int sp_mem_gpu_alloc(struct sp_dev *dev, struct sp_bench_mem *m)
 {
-	/* 4 KiB rows: any driver's pitch alignment holds */
-	struct sp_drm_create_dumb c = { .width = 1024, .bpp = 32 };
-	struct sp_drm_map_dumb md = { 0 };
 	char claim[256] = "", drv[64] = "";
 	FILE *f = fopen(SP_CLAIM_PARAM, "re");
+	uint64_t offset = 0;
 	uint8_t *a;
 
 	(void)dev;
@@ -220,23 +158,21 @@ static int sp_mem_gpu_alloc(struct sp_dev *dev, struct sp_bench_mem *m)
 	}
 	fclose(f);
 	claim[strcspn(claim, "\n")] = 0;
-	m->card = sp_claimed_card(claim, drv, sizeof(drv));
+	m->card = sp_drm_find("card", 0, claim, drv, sizeof(drv));
 	if (m->card < 0)
 		return sp_bench_fail(ENODEV, "no /dev/dri/card* of a driver in claim_gem_drivers (%s)",
 				     claim[0] ? claim : "empty");
-	c.height = (__u32)((m->size + 4095) / 4096);
-	if (ioctl(m->card, SP_DRM_IOCTL_MODE_CREATE_DUMB, &c))
+	/* 4 KiB rows: any driver's pitch alignment holds */
+	if (sp_drm_dumb_create(m->card, m->size, 4096, &m->gem, NULL))
 		return sp_bench_fail(errno, "%s: a dumb buffer of %zu bytes: %s", drv, m->size,
 				     strerror(errno));
-	m->gem = c.handle;
-	md.handle = c.handle;
-	if (ioctl(m->card, SP_DRM_IOCTL_MODE_MAP_DUMB, &md))
+	if (sp_drm_dumb_offset(m->card, m->gem, &offset))
 		return sp_bench_fail(errno, "%s: the buffer's mmap offset: %s", drv, strerror(errno));
 	a = sp_reserve_aligned(m->size, &m->base, &m->map_len);
 	if (!a)
 		return sp_bench_fail(errno, "mmap reserve: %s", strerror(errno));
 	if (mmap(a, m->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, m->card,
-		 (off_t)md.offset) == MAP_FAILED)
+		 (off_t)offset) == MAP_FAILED)
 		return sp_bench_fail(errno, "%s: mmap of the buffer: %s", drv, strerror(errno));
 	m->addr = a;
 	return 0;
@@ -288,11 +224,8 @@ static void sp_mem_gpu_free(struct sp_bench_mem *m)
 {
 	if (m->base)
 		munmap(m->base, m->map_len);
-	if (m->gem) {
-		struct sp_drm_gem_close gc = { .handle = m->gem };
-
-		ioctl(m->card, SP_DRM_IOCTL_GEM_CLOSE, &gc);
-	}
+	if (m->gem)
+		sp_drm_gem_release(m->card, m->gem);
 	if (m->card >= 0)
 		close(m->card);
 }
