@@ -18,6 +18,8 @@
  * closing the dma-buf and exiting while the GPU side holds the import free
  * nothing under it (its bytes are intact after) and leave nothing once it
  * lets go. strixpeer never moves a buffer, so no move_notify may arrive.
+ * The import runs on 6.1 too: 6.1's KFD (HIP) refuses a dma-buf it did
+ * not export, but its amdgpu's PRIME import (RADV) is this one.
  *
  * The kfdsim file is opened before the pair forks: the target process makes
  * the userptr (in its own mm) or the import, the initiator process drives
