@@ -179,7 +179,9 @@ int main(int argc, char **argv)
 				       .ai_port_space = RDMA_PS_TCP }, *res;
 	struct ibv_qp_init_attr qa = { .cap = { 4, 4, 1, 1, 0 }, .qp_type = IBV_QPT_RC,
 				       .sq_sig_all = 1 };
+	/* transport and RNR retries as a NIC's verbs default them (rdma_cm's are 0) */
 	struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1,
+				      .retry_count = 7, .rnr_retry_count = 7,
 				      .private_data_len = sizeof(struct slab_addr) };
 	uint64_t elems = argc > a + 2 ? strtoull(argv[a + 2], NULL, 0) & ~1023ULL : 4 << 20;
 	uint64_t t = elems * 4, half = t / 2, flag = 2 * t;	/* A, B, then 16 flag bytes */
