@@ -260,6 +260,12 @@ $(B)/tests/%: tests/guest/%.c $$(wildcard tests/guest/$$*/*.[ch]) $(TEST_HDR) $(
 		$(wildcard tests/guest/$*/*.c) $(TESTLIB_A) $(B)/libstrixpeer.a $(RDMA_A) -libverbs \
 		$(NL_LIBS) -lpthread
 
+# tests/guest/tensor_slab.c runs examples/tensor_slab.c's data path (librdmacm)
+$(B)/tests/tensor_slab: tests/guest/tensor_slab.c examples/tensor_slab.c examples/example.h \
+		$(TEST_HDR) $(LIB_HDR) $(B)/libstrixpeer.a | $(B)/tests
+	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests/lib -Iuser -o $@ $< $(B)/libstrixpeer.a \
+		-lrdmacm -libverbs $(NL_LIBS) -lpthread
+
 # tests/abi/: a program built against the 1.0 header and linked against the
 # 1.0 library (a stub of tests/abi/1.0/libstrixpeer.map's symbols, as glibc
 # links its compat tests), run against build/libstrixpeer.so.1 (its rpath)
@@ -339,6 +345,7 @@ EX_LIBS := $(B)/libstrixpeer.a -libverbs $(NL_LIBS)
 EX_PKG_ucx_put := ucx
 EX_PKG_mpi_allreduce := mpi-c
 EX_PKG_gpu_import := librdmacm
+EX_PKG_tensor_slab := librdmacm
 EX_PKG_vulkan_import := vulkan
 
 # hip_*.c need ROCm's HIP/HSA headers and libraries: built by hand (their

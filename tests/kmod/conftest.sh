@@ -43,6 +43,13 @@ probe DMA_BUF_VMAP_UNLOCKED \
 	'int sp_probe(struct dma_buf *d, struct iosys_map *m);' \
 	'int sp_probe(struct dma_buf *d, struct iosys_map *m) { return dma_buf_vmap_unlocked(d, m); }'
 
+# dma_buf_map_attachment_unlocked() for static importers (Debian's 6.1 has
+# it; the locked one wants the reservation lock held)
+probe DMA_BUF_MAP_ATTACHMENT_UNLOCKED \
+	'#include <linux/dma-buf.h>' \
+	'struct sg_table *sp_probe(struct dma_buf_attachment *a);' \
+	'struct sg_table *sp_probe(struct dma_buf_attachment *a) { return dma_buf_map_attachment_unlocked(a, DMA_BIDIRECTIONAL); }'
+
 # 6.3, bc292ab00f6c "mm: introduce vma->vm_flags wrapper functions"
 probe VM_FLAGS_SET \
 	'#include <linux/mm.h>' \

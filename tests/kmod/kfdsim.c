@@ -24,6 +24,8 @@
  * pages of its sg table with the CPU, under the notifier lock and only
  * while the range is valid, as amdgpu updates GPU page tables only then.
  *
+ * IMPORT* is amdgpu's import of a foreign dma-buf: kfdsim_dmabuf.c.
+ *
  * Not modelled: GPU page tables and queues, eviction fences, the restore
  * delay, the per-BO ranges of a process (one userptr per file here).
  *
@@ -50,6 +52,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
+#include "kfdsim_priv.h"
 #include "kfdsim_uapi.h"
 
 /* The device the "GPU" maps userptr pages for. */
@@ -76,6 +79,8 @@ struct kfdsim_file {
 	struct mutex notifier_lock;	/* guards what follows */
 	bool up_valid;
 	u64 up_invalidations, up_unmaps, up_revalidations;
+
+	struct kfdsim_import *imp;	/* kfdsim_dmabuf.c's; under lock */
 };
 
 static enum sp_kfdsim_event kfdsim_event(enum mmu_notifier_event ev)
@@ -397,17 +402,6 @@ out:
 	return ret;
 }
 
-/* tests/lib/sp_test.h's sp_pattern() (rdma/rc.c's): splitmix64's finaliser */
-static u8 kfdsim_pattern(u64 pos, u32 seed)
-{
-	u64 x = (pos + 1) * 0x9E3779B97F4A7C15ULL +
-		((u64)seed + 1) * 0xD1B54A32D192ED03ULL;
-
-	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-	return (u8)(x ^ (x >> 31));
-}
-
 /*
  * The GPU's access to [g->offset, + g->length) through the sg table.
  * Context: kf->lock and kf->notifier_lock held, the table mapped.
@@ -556,6 +550,20 @@ static long kfdsim_ioctl(struct file *file, unsigned int cmd,
 		return kfdsim_ioc_status(kf, (void __user *)arg);
 	case SP_KFDSIM_IOC_DESTROY:
 		return kfdsim_ioc_destroy(kf);
+	case SP_KFDSIM_IOC_IMPORT:
+	case SP_KFDSIM_IOC_IMPORT_FILL:
+	case SP_KFDSIM_IOC_IMPORT_CHECK:
+	case SP_KFDSIM_IOC_IMPORT_STATUS:
+	case SP_KFDSIM_IOC_EVICT_IMPORT:
+	case SP_KFDSIM_IOC_DESTROY_IMPORT: {
+		long ret;
+
+		mutex_lock(&kf->lock);
+		ret = kfdsim_dmabuf_ioctl(&kfdsim_pdev->dev, &kf->imp, cmd,
+					  (void __user *)arg);
+		mutex_unlock(&kf->lock);
+		return ret;
+	}
 	default:
 		return -ENOTTY;
 	}
@@ -579,6 +587,8 @@ static int kfdsim_release(struct inode *inode, struct file *file)
 
 	mutex_lock(&kf->lock);
 	kfdsim_userptr_destroy(kf);
+	if (kf->imp)
+		kfdsim_dmabuf_destroy(kf->imp);
 	if (kf->watching)
 		mmu_interval_notifier_remove(&kf->watch);
 	mutex_unlock(&kf->lock);
@@ -643,4 +653,4 @@ module_exit(kfdsim_exit);
 
 MODULE_LICENSE("GPL");
 MODULE_AUTHOR("strixpeer developers");
-MODULE_DESCRIPTION("strixpeer tests: what amdgpu's KFD does with a user pointer");
+MODULE_DESCRIPTION("strixpeer tests: what amdgpu's KFD does with a user pointer and a dma-buf");

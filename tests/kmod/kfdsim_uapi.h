@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sp_kfdsim (tests/kmod/kfdsim.c): what amdgpu's KFD does with a user
- * pointer, as a misc device /dev/sp_kfdsim, for the tests. One open file
- * is one process's view: at most one watch and one userptr at a time
+ * pointer and a foreign dma-buf, as a misc device /dev/sp_kfdsim, for the
+ * tests. One open file is one process's view: at most one watch, one
+ * userptr and one dma-buf import at a time
  * (the userptr lives in the mm of the process that made it; the file may
  * be used from another).
  */
@@ -98,5 +99,45 @@ struct sp_kfdsim_status {
 #define SP_KFDSIM_IOC_CHECK	_IOWR('K', 0x05, struct sp_kfdsim_gpu)
 #define SP_KFDSIM_IOC_STATUS	_IOR('K', 0x06, struct sp_kfdsim_status)
 #define SP_KFDSIM_IOC_DESTROY	_IO('K', 0x07)
+
+/*
+ * IMPORT: import a dma-buf as amdgpu imports a foreign one
+ * (hipImportExternalMemory(), amdgpu_dma_buf.c): a dynamic attachment
+ * (importer ops with allow_peer2peer and move_notify) mapped with
+ * dma_buf_map_attachment() under the dma-buf's reservation lock when the
+ * "GPU" validates it - at import and at its next use after a move_notify
+ * or an EVICT - or, with SP_KFDSIM_IMPORT_STATIC, a static attachment
+ * mapped once (the exporter pins). One import per file; the file holds a
+ * dma-buf reference until DESTROY_IMPORT or close.
+ */
+#define SP_KFDSIM_IMPORT_STATIC		(1U << 0)
+
+struct sp_kfdsim_import {
+	__s32 fd;
+	__u32 flags;
+};
+
+/* IMPORT_STATUS: the import's state. */
+struct sp_kfdsim_import_status {
+	__u64 size;		/* of the dma-buf */
+	__u32 dynamic;		/* dma_buf_dynamic_attach() */
+	__u32 mapped;		/* a mapping is held now */
+	__u64 dma_segments;	/* entries of the last mapping */
+	__u64 maps;		/* dma_buf_map_attachment() calls */
+	__u64 move_notifies;	/* the exporter's (7.x: invalidate_mappings) */
+	__u64 evictions;	/* EVICT_IMPORT: unmapped as TTM evicts a GTT BO */
+	__u64 revalidations;	/* maps again at a use after either */
+};
+
+/*
+ * IMPORT_FILL and IMPORT_CHECK take struct sp_kfdsim_gpu (flags 0) and
+ * work as FILL and CHECK, through the import's DMA mapping.
+ */
+#define SP_KFDSIM_IOC_IMPORT		_IOW('K', 0x08, struct sp_kfdsim_import)
+#define SP_KFDSIM_IOC_IMPORT_FILL	_IOWR('K', 0x09, struct sp_kfdsim_gpu)
+#define SP_KFDSIM_IOC_IMPORT_CHECK	_IOWR('K', 0x0a, struct sp_kfdsim_gpu)
+#define SP_KFDSIM_IOC_IMPORT_STATUS	_IOR('K', 0x0b, struct sp_kfdsim_import_status)
+#define SP_KFDSIM_IOC_EVICT_IMPORT	_IO('K', 0x0c)
+#define SP_KFDSIM_IOC_DESTROY_IMPORT	_IO('K', 0x0d)
 
 #endif /* SP_KFDSIM_UAPI_H */

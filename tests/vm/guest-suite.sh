@@ -19,7 +19,7 @@ ko=$1
 shift
 tests=("$@")
 explicit=${tests[*]}
-[ ${#tests[@]} -gt 0 ] || tests=(abi abi_compat lifetime limits hostile backing huge_map netlink rdma_rxe rdma_regmr peer import_scale peersim_selftest export gem_dmabuf fuzz cli bench asan-abi asan-lifetime asan-limits asan-netlink asan-rdma_regmr doctor engines rdma_churn rdma_dmabuf numa_balance kfd_userptr)
+[ ${#tests[@]} -gt 0 ] || tests=(abi abi_compat lifetime limits hostile backing huge_map netlink rdma_rxe rdma_regmr peer import_scale peersim_selftest export gem_dmabuf fuzz cli bench asan-abi asan-lifetime asan-limits asan-netlink asan-rdma_regmr doctor engines rdma_churn rdma_dmabuf numa_balance kfd_userptr kfd_rdma)
 out=${SP_OUT:?SP_OUT not set}
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 
@@ -198,7 +198,8 @@ run_rxe_dmabuf() {
 	return $r
 }
 
-# sp_kfdsim (tests/kmod/kfdsim.c, what KFD does with a user pointer),
+# sp_kfdsim (tests/kmod/kfdsim.c, what KFD does with a user pointer and
+# amdgpu with a foreign dma-buf),
 # loaded for the programs that use it and unloaded after: an unload that
 # fails means something of it is still held.
 kfdsim=$kdir/peersim/sp_kfdsim.ko
@@ -251,7 +252,7 @@ for t in "${tests[@]}"; do
 		run_tap rccl_decision-peersim env SP_RCCL_EXPECT=$rexp build/tests/rccl_decision || rc=1
 		;;
 	rdma_dmabuf) run_rxe_dmabuf || rc=1 ;;
-	numa_balance|kfd_userptr) run_kfdsim "$t" || rc=1 ;;
+	numa_balance|kfd_userptr|kfd_rdma|tensor_slab) run_kfdsim "$t" || rc=1 ;;
 	engines) run_tap engines tests/guest/engines-guest.sh "$sim" "$pdko" || rc=1 ;;	# UCX, Open MPI, gpu_import, amdkfd name
 	fuzz)	# tests/fuzz/: short seeded runs (SP_FUZZ_SEEDS, SP_FUZZ_SECONDS); make fuzz runs it long
 		if [ -z "$debug_kernel" ] && [ -z "$explicit" ]; then
