@@ -262,9 +262,9 @@ $(B)/tests/%: tests/guest/%.c $$(wildcard tests/guest/$$*/*.[ch]) $(TEST_HDR) $(
 
 # tests/guest/tensor_slab.c runs examples/tensor_slab.c's data path (librdmacm)
 $(B)/tests/tensor_slab: tests/guest/tensor_slab.c examples/tensor_slab.c examples/example.h \
-		$(TEST_HDR) $(LIB_HDR) $(B)/libstrixpeer.a | $(B)/tests
-	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests/lib -Iuser -o $@ $< $(B)/libstrixpeer.a \
-		-lrdmacm -libverbs $(NL_LIBS) -lpthread
+		$(TEST_HDR) $(LIB_HDR) $(TESTLIB_A) $(B)/libstrixpeer.a $(RDMA_A) | $(B)/tests
+	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests/lib -Iuser -o $@ $< $(TESTLIB_A) \
+		$(B)/libstrixpeer.a $(RDMA_A) -lrdmacm -libverbs $(NL_LIBS) -lpthread
 
 # tests/abi/: a program built against the 1.0 header and linked against the
 # 1.0 library (a stub of tests/abi/1.0/libstrixpeer.map's symbols, as glibc
