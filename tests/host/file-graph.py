@@ -28,7 +28,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 MAX_LINES = 700
 # Not yet split along their sections (issue 46): each may shrink, not grow.
 OVER_CAP = {
-    "tests/kmod/peersim_core.c": 1159,
     "tests/kmod/peersim_hca.c": 1205,
 }
 # tests/: the programs, their library, the stand-in modules, the scripts

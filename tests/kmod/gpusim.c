@@ -66,9 +66,10 @@
  * quarantine list.
  *
  * Files: this one is the DRM driver (its BO ioctls, HOLD, load and
- * unload); gpusim_move.c the copy engine, the backing and the moves;
- * gpusim_dmabuf.c the dma-buf export and the CPU mapping; gpusim_priv.h
- * what they share.
+ * unload); gpusim_move.c the copy engine, the backing and the moves
+ * (module parameter move_delay_ms); gpusim_dmabuf.c the dma-buf export
+ * and the CPU mapping (module parameter p2p); gpusim_priv.h what they
+ * share. Calls go one way: gpusim.c -> gpusim_dmabuf.c -> gpusim_move.c.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -102,24 +103,11 @@ MODULE_IMPORT_NS(DMA_BUF);
 MODULE_IMPORT_NS("DMA_BUF");
 #endif
 
-unsigned int gpusim_move_delay_ms = 10;
-module_param_named(move_delay_ms, gpusim_move_delay_ms, uint, 0644);
-MODULE_PARM_DESC(move_delay_ms, "Latency of the simulated copy engine per move (ms)");
-
-bool gpusim_p2p;
-module_param_named(p2p, gpusim_p2p, bool, 0644);
-MODULE_PARM_DESC(p2p, "Importers may reach VRAM peer-to-peer (default N: VRAM BOs migrate to GTT when mapped)");
-
 #define GPUSIM_SPARSE_ORDER	(21 - PAGE_SHIFT)	/* 2 MiB slots */
 
 static struct platform_device *gpusim_pdev;
 static struct drm_device *gpusim_drm;
-struct workqueue_struct *gpusim_wq;
-struct page *gpusim_scratch;	/* 2 MiB, the unbacked slots' DMA target */
-
 static atomic64_t gpusim_live_bos;
-/* A BO's mapping count reached 0 (REVOKE waits for that). */
-DECLARE_WAIT_QUEUE_HEAD(gpusim_unmap_wq);
 
 /* --- BOs ------------------------------------------------------------------------ */
 

@@ -13,6 +13,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/dma-resv.h>
 #include <linux/mm.h>
+#include <linux/moduleparam.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <linux/wait.h>
@@ -24,6 +25,14 @@
 #include "gpusim_priv.h"
 #include "gpusim_uapi.h"
 #include "peersim_conftest.h"
+
+bool gpusim_p2p;
+module_param_named(p2p, gpusim_p2p, bool, 0644);
+MODULE_PARM_DESC(p2p, "Importers may reach VRAM peer-to-peer (default N: VRAM BOs migrate to GTT when mapped)");
+
+struct page *gpusim_scratch;	/* 2 MiB, the unbacked slots' DMA target */
+/* A BO's mapping count reached 0 (REVOKE waits for that). */
+DECLARE_WAIT_QUEUE_HEAD(gpusim_unmap_wq);
 
 /* --- dma-buf export (amdgpu_dmabuf_ops-like: dynamic) ---------------------- */
 

@@ -14,6 +14,7 @@
 #include <linux/dma-fence.h>
 #include <linux/dma-resv.h>
 #include <linux/mm.h>
+#include <linux/moduleparam.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/workqueue.h>
@@ -53,6 +54,11 @@ struct gpusim_ghost {
 	struct delayed_work work;
 };
 
+unsigned int gpusim_move_delay_ms = 10;
+module_param_named(move_delay_ms, gpusim_move_delay_ms, uint, 0644);
+MODULE_PARM_DESC(move_delay_ms, "Latency of the simulated copy engine per move (ms)");
+
+struct workqueue_struct *gpusim_wq;	/* the copy engine */
 u64 gpusim_fence_ctx;
 static atomic64_t gpusim_fence_seqno;
 static DEFINE_SPINLOCK(gpusim_fence_lock);

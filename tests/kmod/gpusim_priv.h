@@ -62,15 +62,9 @@ static inline size_t gpusim_slot_size(unsigned int order)
 
 enum gpusim_move_why { GPUSIM_MOVE_IOCTL, GPUSIM_MOVE_IN_MAP, GPUSIM_MOVE_IN_PIN };
 
-/* gpusim.c: module parameters and state */
+/* gpusim_move.c: its module parameter and state (STATS reads it) */
 extern unsigned int gpusim_move_delay_ms;
-extern bool gpusim_p2p;
-extern struct workqueue_struct *gpusim_wq;
-extern struct page *gpusim_scratch;	/* 2 MiB, the unbacked slots' DMA target */
-/* A BO's mapping count reached 0 (REVOKE waits for that). */
-extern struct wait_queue_head gpusim_unmap_wq;
-
-/* gpusim_move.c: its state (STATS reads it) */
+extern struct workqueue_struct *gpusim_wq;	/* the copy engine */
 extern u64 gpusim_fence_ctx;
 extern spinlock_t gpusim_lock;
 extern u64 gpusim_quarantined;		/* bytes, gpusim_lock */
@@ -84,6 +78,12 @@ void gpusim_slots_free(struct page **slots, unsigned long n,
 void gpusim_quarantine_drain(u64 keep);
 struct dma_buf *gpusim_registered_dmabuf(struct gpusim_bo *bo);
 int gpusim_move(struct gpusim_bo *bo, u32 domain, enum gpusim_move_why why);
+
+/* gpusim_dmabuf.c: its module parameter and state */
+extern bool gpusim_p2p;
+extern struct page *gpusim_scratch;	/* 2 MiB, the unbacked slots' DMA target */
+/* A BO's mapping count reached 0 (REVOKE waits for that). */
+extern struct wait_queue_head gpusim_unmap_wq;
 
 /* gpusim_dmabuf.c: the GEM object's export and mmap callbacks */
 extern const struct vm_operations_struct gpusim_vm_ops;
