@@ -26,9 +26,9 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MAX_LINES = 700
-# Not yet split along their sections (issue 46): each may shrink, not grow.
+# Files held at their size until they are split along their sections
+# ("path": lines): each may shrink, not grow. Empty since issue 46.
 OVER_CAP = {
-    "tests/kmod/peersim_hca.c": 1205,
 }
 # tests/: the programs, their library, the stand-in modules, the scripts
 TESTS_SOURCES = ["tests/**/*.[ch]", "tests/**/*.sh", "tests/**/*.py"]
