@@ -12,6 +12,9 @@
  */
 #include "sp_test.h"
 
+#include <poll.h>
+#include <time.h>
+
 #include "kfdsim.h"
 #include "../../examples/example.h"
 
@@ -118,12 +121,57 @@ static pid_t rank(char *const *argv, int *out)
 	return pid;
 }
 
-/* Waits up to @secs for @pid; prints its output; its exit status or -1. */
-static int finish(pid_t pid, int out, const char *who, int secs)
+/*
+ * Reads rank 1's output until it says it is listening (rdma_listen() done),
+ * up to @secs: rank 0 starts only then, so its one connection attempt meets
+ * a listener (a rejected attempt's retry in the same process fails, see
+ * docs/testing.md). Keeps what it read in @text for finish(). 0 when rank 1
+ * listens; -1, with what it printed and whether it exited, when not.
+ */
+static int wait_listening(pid_t pid, int out, char *text, size_t size, int secs)
+{
+	struct timespec t0, now;
+	size_t len = 0;
+	int status;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	text[0] = '\0';
+	for (;;) {
+		struct pollfd p = { .fd = out, .events = POLLIN };
+		ssize_t n;
+
+		if (strstr(text, "listening on"))
+			return 0;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec >= secs || len + 1 >= size)
+			break;
+		if (poll(&p, 1, 1000) < 0 && errno != EINTR)
+			break;
+		if (!(p.revents & (POLLIN | POLLHUP)))
+			continue;
+		n = read(out, text + len, size - 1 - len);
+		if (n <= 0)
+			break;	/* rank 1 closed its output: it exited */
+		len += (size_t)n;
+		text[len] = '\0';
+	}
+	tap_diag("rank 1 not listening after %lld s (%s); it printed: %s",
+		 (long long)(now.tv_sec - t0.tv_sec),
+		 waitpid(pid, &status, WNOHANG) == pid ? "exited" : "still running",
+		 len ? text : "nothing");
+	return -1;
+}
+
+/*
+ * Waits up to @secs for @pid; prints @seen (what was read of its output
+ * before) and the rest of its output; its exit status or -1.
+ */
+static int finish(pid_t pid, int out, const char *seen, const char *who, int secs)
 {
 	char text[4096];
 	ssize_t n;
 	int status = -1;
+	size_t len = strlen(seen);
 
 	for (int i = 0; i < secs * 10 && waitpid(pid, &status, WNOHANG) == 0; i++)
 		usleep(100000);
@@ -133,9 +181,12 @@ static int finish(pid_t pid, int out, const char *who, int secs)
 		waitpid(pid, &status, 0);
 		status = -1;
 	}
-	n = read(out, text, sizeof(text) - 1);
+	if (len > sizeof(text) - 1)
+		len = sizeof(text) - 1;
+	memcpy(text, seen, len);
+	n = read(out, text + len, sizeof(text) - 1 - len);
 	close(out);
-	text[n > 0 ? n : 0] = '\0';
+	text[len + (n > 0 ? (size_t)n : 0)] = '\0';
 	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
 		tap_diag("%s: %s", who, line);
 	return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -147,6 +198,7 @@ static void allreduce(int import, const char *port)
 	const char *elems = tap_debug_kernel() ? "262144" : "4194304";
 	char *const r1[] = { "tensor_slab", "-l", "198.18.0.2", (char *)port, (char *)elems, NULL };
 	char *const r0[] = { "tensor_slab", "198.18.0.2", (char *)port, (char *)elems, NULL };
+	char seen[4096];
 	struct sp_stats s;
 	int o1, o0, rc1, rc0;
 	pid_t p1, p0;
@@ -156,9 +208,13 @@ static void allreduce(int import, const char *port)
 		SKIP("verbs device rxe1 not present (Soft-RoCE not set up)");
 	gpu_import = import;
 	p1 = rank(r1, &o1);
+	if (wait_listening(p1, o1, seen, sizeof(seen), 300)) {
+		finish(p1, o1, "", "rank 1", 0);
+		CHECK(0, "rank 1 never listened: rank 0 not started");
+	}
 	p0 = rank(r0, &o0);
-	rc0 = finish(p0, o0, "rank 0", 300);
-	rc1 = finish(p1, o1, "rank 1", rc0 ? 0 : 300);	/* alone, rank 1 waits forever */
+	rc0 = finish(p0, o0, "", "rank 0", 300);
+	rc1 = finish(p1, o1, seen, "rank 1", rc0 ? 0 : 300);	/* alone, rank 1 waits forever */
 	CHECK(rc0 == 0 && rc1 == 0, "rank 0 exited %d, rank 1 %d", rc0, rc1);
 	/* an import's last dma-buf reference may go from a worker (delayed fput) */
 	s = sp_test_stats();
