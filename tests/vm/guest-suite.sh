@@ -19,7 +19,7 @@ ko=$1
 shift
 tests=("$@")
 explicit=${tests[*]}
-[ ${#tests[@]} -gt 0 ] || tests=(abi abi_compat lifetime limits hostile backing huge_map netlink rdma_rxe rdma_regmr peer import_scale peersim_selftest export gem_dmabuf fuzz cli bench asan-abi asan-lifetime asan-limits asan-netlink asan-rdma_regmr doctor engines rdma_churn rdma_dmabuf numa_balance kfd_userptr kfd_rdma)
+[ ${#tests[@]} -gt 0 ] || tests=(abi abi_compat lifetime limits hostile backing huge_map netlink rdma_rxe rdma_regmr peer import_scale peersim_selftest export gem_dmabuf fuzz cli bench asan-abi asan-lifetime asan-limits asan-netlink asan-rdma_regmr doctor engines rdma_churn rdma_link rdma_dmabuf numa_balance kfd_userptr kfd_rdma)
 out=${SP_OUT:?SP_OUT not set}
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 
