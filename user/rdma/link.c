@@ -192,6 +192,19 @@ static int wait_event(struct sp_link *l, struct rdma_cm_id *id, enum rdma_cm_eve
 	}
 }
 
+int sp_link_post_recv(struct sp_link *l, unsigned int slot, char *why, size_t len)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)l->wire[slot], .length = SP_LINK_MSG_LEN, .lkey = l->mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = slot, .sg_list = &sge, .num_sge = 1 }, *bad;
+	int ret = ibv_post_recv(l->ctl.rc.qp, &wr, &bad);
+
+	if (ret)
+		snprintf(why, len, "%s: posting a control receive: %s", l->ctl.rc.name, strerror(ret));
+	return -ret;
+}
+
 /* The queue pair of one connection on @id, sized for @qp plus @extra. */
 static int ep_setup(struct sp_link_ep *d, struct rdma_cm_id *id, const struct sp_link_qp *qp,
 		    bool ctl, char *why, size_t len)

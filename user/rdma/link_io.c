@@ -17,19 +17,6 @@
 
 #define WR_SEND		100u
 
-int sp_link_post_recv(struct sp_link *l, unsigned int slot, char *why, size_t len)
-{
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)l->wire[slot], .length = SP_LINK_MSG_LEN, .lkey = l->mr->lkey,
-	};
-	struct ibv_recv_wr wr = { .wr_id = slot, .sg_list = &sge, .num_sge = 1 }, *bad;
-	int ret = ibv_post_recv(l->ctl.rc.qp, &wr, &bad);
-
-	if (ret)
-		snprintf(why, len, "%s: posting a control receive: %s", l->ctl.rc.name, strerror(ret));
-	return -ret;
-}
-
 /*
  * One completion on the control queue pair (a receive counted in
  * l->ready, our send in *@sent), watching the connection's events too;
