@@ -18,7 +18,7 @@
 
 int sp_bench_send_msg(struct sp_conn *c, const struct sp_link_msg *m)
 {
-	char why[320];
+	char why[320] = "";
 	int ret = sp_link_send(&c->link, m, why, sizeof(why));
 
 	return ret ? sp_bench_fail(-ret, "%s", why) : 0;
@@ -26,7 +26,7 @@ int sp_bench_send_msg(struct sp_conn *c, const struct sp_link_msg *m)
 
 int sp_bench_recv_msg(struct sp_conn *c, struct sp_link_msg *m, unsigned int want)
 {
-	char why[320];
+	char why[320] = "";
 	int ret = sp_link_recv(&c->link, m, want, why, sizeof(why));
 
 	return ret ? sp_bench_fail(-ret, "%s", why) : 0;
@@ -34,7 +34,7 @@ int sp_bench_recv_msg(struct sp_conn *c, struct sp_link_msg *m, unsigned int wan
 
 int sp_bench_call(struct sp_conn *c, struct sp_link_msg *m, unsigned int want)
 {
-	char why[320];
+	char why[320] = "";
 	int ret = sp_link_call(&c->link, m, want, why, sizeof(why));
 
 	return ret ? sp_bench_fail(-ret, "%s", why) : 0;

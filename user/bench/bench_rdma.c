@@ -117,7 +117,7 @@ static int sp_serve_client(struct sp_conn *c, const struct sp_bench_opts *o, str
 	uint64_t peer_addr = 0;
 	uint32_t peer_rkey = 0;
 	size_t half = 0;
-	char why[320];
+	char why[320] = "";
 	int ret;
 
 	sp_bench_data_qp(o, true, &qp);
@@ -153,7 +153,7 @@ static int sp_serve_client(struct sp_conn *c, const struct sp_bench_opts *o, str
 int sp_bench_rdma_serve(const struct sp_bench_opts *o, struct sp_dev *dev, int ready_fd)
 {
 	struct sp_link_srv srv;
-	char why[320];
+	char why[320] = "";
 	int ret;
 
 	ret = sp_link_listen(&srv, SP_LINK_BENCH, o->serve_addr, o->port, why, sizeof(why));
@@ -253,7 +253,7 @@ static int sp_client_connect(struct sp_bench *b, struct sp_conn *c)
 	const char *src = b->client_addr[0] ? b->client_addr : NULL;
 	struct sp_link_qp qp;
 	struct sp_link_msg m;
-	char why[320];
+	char why[320] = "";
 	int ret;
 
 	ret = sp_link_connect(&c->link, SP_LINK_BENCH, b->server_addr, o->port, src, NULL,

@@ -408,8 +408,10 @@ static int resolve(struct sp_link *l, struct rdma_cm_id **idp, const char *host,
 		return ret;
 	}
 	ret = wait_event(l, *idp, RDMA_CM_EVENT_ADDR_RESOLVED, NULL, "address resolution", why, len);
-	if (!ret && rdma_resolve_route(*idp, l->timeout_ms))
+	if (!ret && rdma_resolve_route(*idp, l->timeout_ms)) {
 		ret = -(errno ? errno : EIO);
+		snprintf(why, len, "no route: rdma_resolve_route: %s", strerror(-ret));
+	}
 	if (!ret)
 		ret = wait_event(l, *idp, RDMA_CM_EVENT_ROUTE_RESOLVED, NULL, "route resolution",
 				 why, len);

@@ -101,7 +101,7 @@ int dr_serve(const struct dr_rt_opts *o)
 	struct sigaction sa = { 0 };
 	struct sp_link_srv srv;
 	struct sp_dev *spdev = NULL;
-	char why[320];
+	char why[320] = "";
 	int failed = 0;
 
 	if (sp_dev_open(NULL, &spdev) < 0) {
