@@ -79,10 +79,11 @@ UAPI_HDR := include/uapi/strixpeer.h include/uapi/strixpeer_nl.h
 LIB_HDR := $(PUB_HDR) $(UAPI_HDR) user/lib/internal.h
 # One RC queue pair's bring-up (user/rdma/): a static archive for
 # strixpeerctl (doctor, bench) and the test programs, never the library.
-# rc.o needs libibverbs only, rc_cm.o librdmacm too.
-RDMA_SRC := user/rdma/rc.c user/rdma/rc_cm.c
+# rc.o needs libibverbs only, rc_cm.o and link.o (the two-node connection
+# doctor and bench share) librdmacm too.
+RDMA_SRC := user/rdma/rc.c user/rdma/rc_cm.c user/rdma/link.c user/rdma/link_io.c user/rdma/link_msg.c
 RDMA_OBJ := $(patsubst user/rdma/%.c,$(B)/sprdma/%.o,$(RDMA_SRC))
-RDMA_HDR := user/rdma/rc.h
+RDMA_HDR := user/rdma/rc.h user/rdma/link.h user/rdma/link_int.h
 RDMA_A := $(B)/sprdma/libsprdma.a
 # strixpeerctl bench's measuring (user/bench/): a static archive of its
 # own, linked into strixpeerctl only; it uses libstrixpeer's public API,
@@ -259,6 +260,12 @@ $(B)/tests/%: tests/guest/%.c $$(wildcard tests/guest/$$*/*.[ch]) $(TEST_HDR) $(
 	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests/lib -Iuser -o $@ $< \
 		$(wildcard tests/guest/$*/*.c) $(TESTLIB_A) $(B)/libstrixpeer.a $(RDMA_A) -libverbs \
 		$(NL_LIBS) -lpthread
+
+# tests/guest/rdma_link.c: user/rdma/link.c's connections (librdmacm)
+$(B)/tests/rdma_link: tests/guest/rdma_link.c $(TEST_HDR) $(LIB_HDR) $(RDMA_HDR) $(TESTLIB_A) \
+		$(B)/libstrixpeer.a $(RDMA_A) | $(B)/tests
+	$(CC) $(CFLAGS) $(SP_CFLAGS) $(NL_CFLAGS) -Itests/lib -Iuser -o $@ $< $(TESTLIB_A) \
+		$(B)/libstrixpeer.a $(RDMA_A) -lrdmacm -libverbs $(NL_LIBS) -lpthread
 
 # tests/guest/tensor_slab.c runs examples/tensor_slab.c's data path (librdmacm)
 $(B)/tests/tensor_slab: tests/guest/tensor_slab.c examples/tensor_slab.c examples/example.h \

@@ -7,7 +7,9 @@
 #
 # The rxe nodes at MTU 1500 give a WARN with the fix, at 9000 a PASS;
 # --rdma-test writes into strixpeer buffers on both devices and between
-# them; --peer against --serve over librdmacm; with the module unloaded the
+# them; --peer against --serve over librdmacm; doctor serve and bench --serve
+# at once on their default ports, each serving its own client, and a doctor
+# client refused by a bench server in words; with the module unloaded the
 # strixpeer check FAILs with advice (then the module is loaded again);
 # every -j report is valid JSON (python3's json module); --compare of the
 # 1500 and 9000 reports flags the MTU mismatch; the verbs and librdmacm
@@ -18,7 +20,7 @@ ctl=build/strixpeerctl
 tmp=$(mktemp -d)
 n=0
 echo "TAP version 13"
-echo "1..10"
+echo "1..12"
 result() {	# result <0|1> <name> [skip reason]
 	n=$((n + 1))
 	if [ -n "${3:-}" ]; then echo "ok $n $2 # SKIP $3"
@@ -30,6 +32,7 @@ cleanup() {
 	ip link set veth1 mtu 1500 2> /dev/null
 	[ -e /sys/module/strixpeer ] || insmod "$ko"
 	[ -n "${server:-}" ] && kill "$server" 2> /dev/null
+	[ -n "${bserver:-}" ] && kill "$bserver" 2> /dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -45,7 +48,7 @@ $2" "$1" || { echo "# $1:"; sed 's/^/#   /' "$1" | head -n 60; return 1; }
 }
 if [ -e /sys/kernel/debug/kmemleak ]; then
 	for t in mtu_1500_warns mtu_9000_passes json_valid rdma_test_loopback_and_between \
-		peer_against_serve compare_flags_mtu module_unloaded_fails module_reloaded text_report \
+		peer_against_serve both_servers_default_ports doctor_peer_at_bench_server compare_flags_mtu module_unloaded_fails module_reloaded text_report \
 		valgrind_rdma_test_and_peer; do
 		result 0 "$t" "user-space check: runs on the non-debug kernels"
 	done
@@ -107,14 +110,37 @@ r=get('rdmatest.ports', 'rxe0/1->rxe1/1')
 assert r['status'] == 'PASS' and 'every byte verified' in r['summary'], r"
 result $? "rdma_test_loopback_and_between"
 
-# another "node": doctor --serve on rxe1's address, --peer from here
-$ctl doctor --serve --bind 198.18.0.2 --port 18515 --once > "$tmp/serve.out" 2>&1 &
+# listening <output file> <pid>: the server said it listens (at most 120 s)
+listening() {
+	for _ in $(seq 600); do
+		grep -q listening "$1" && return 0
+		kill -0 "$2" 2> /dev/null || break
+		sleep 0.2
+	done
+	echo "# not listening:"; sed 's/^/#   /' "$1"
+	return 1
+}
+# reap <pid>: its exit status, once it exits (at most 120 s; then killed: 124)
+reap() {
+	for _ in $(seq 600); do
+		kill -0 "$1" 2> /dev/null || { wait "$1"; return; }
+		sleep 0.2
+	done
+	echo "# pid $1 still running after 120 s: killed"
+	kill -9 "$1" 2> /dev/null
+	wait "$1"
+	return 124
+}
+# bench_tiny <host> <json file>: a small remote bench run from rxe0's address
+bench_tiny() {
+	"$ctl" -j bench "$1" --local 198.18.0.1 --size 4M --repeat 1 --kinds malloc --ops write \
+		--min-msg 4K --max-msg 4K --iters 8 --max-bytes 64K --lat-iters 5 --quiet > "$2" 2> "$2.err"
+}
+
+# another "node": doctor --serve on rxe1's address (its default port), --peer from here
+$ctl doctor --serve --bind 198.18.0.2 --once > "$tmp/serve.out" 2>&1 &
 server=$!
-for _ in $(seq 600); do	# at most 120 s
-	grep -q listening "$tmp/serve.out" && break
-	kill -0 "$server" 2> /dev/null || break
-	sleep 0.2
-done
+listening "$tmp/serve.out" "$server"
 $ctl doctor -j --only strixpeer --peer 198.18.0.2 --size 1M > "$tmp/peer.json"
 wait "$server"
 src=$?
@@ -126,6 +152,65 @@ assert r['status'] == 'PASS' and r['observed']['bytes'] == 1 << 20, r" &&
 r=$?
 [ $r -eq 0 ] || sed 's/^/# serve: /' "$tmp/serve.out"
 result $r "peer_against_serve"
+
+# both servers on one host at once, each on its default port (doctor 18516,
+# bench 18515; on iWARP rdma_cm ports are TCP ports), each serving its client
+$ctl doctor serve --bind 198.18.0.2 --once > "$tmp/both-d.out" 2>&1 &
+server=$!
+$ctl bench --serve --bind 198.18.0.2 > "$tmp/both-b.out" 2>&1 &
+bserver=$!
+r=1
+if listening "$tmp/both-d.out" "$server" && listening "$tmp/both-b.out" "$bserver"; then
+	$ctl doctor -j --only strixpeer peer 198.18.0.2 --size 64K > "$tmp/both-peer.json"
+	bench_tiny 198.18.0.2 "$tmp/both-bench.json"
+	brc=$?
+	reap "$server"
+	drc=$?
+	reap "$bserver"
+	bsrc=$?
+	server='' bserver=''
+	echo "# exits: bench client $brc, doctor serve $drc, bench --serve $bsrc"
+	grep -h "listening" "$tmp/both-d.out" "$tmp/both-b.out" | sed 's/^/# /'
+	py "$tmp/both-peer.json" "
+r=get('rdmatest.peer', '198.18.0.2')
+assert r['status'] == 'PASS', r" &&
+		python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["rdma_unavailable"] is None, d["rdma_unavailable"]
+assert {s["figure"] for s in d["rdma"]} == {"write_bw", "write_lat"}, d["rdma"]' "$tmp/both-bench.json" &&
+		[ "$brc" -eq 0 ] && [ "$drc" -eq 0 ] && [ "$bsrc" -eq 0 ] &&
+		grep -q "port 18516" "$tmp/both-d.out" && grep -q "port 18515" "$tmp/both-b.out"
+	r=$?
+fi
+[ $r -eq 0 ] || sed 's/^/# /' "$tmp/both-d.out" "$tmp/both-b.out" "$tmp/both-bench.json.err" 2> /dev/null | head -n 40
+result $r "both_servers_default_ports"
+
+# doctor peer at a bench server: refused at once, in words, on both sides;
+# the bench server then serves its own client
+$ctl bench --serve --bind 198.18.0.2 > "$tmp/wk-b.out" 2>&1 &
+bserver=$!
+r=1
+if listening "$tmp/wk-b.out" "$bserver"; then
+	t0=$(date +%s%N)
+	$ctl doctor -j --only strixpeer peer 198.18.0.2 --port 18515 --size 64K > "$tmp/wk.json"
+	echo "# doctor peer at bench --serve: exit $?, after $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+	bench_tiny 198.18.0.2 "$tmp/wk-bench.json"
+	brc=$?
+	reap "$bserver"
+	bsrc=$?
+	bserver=
+	py "$tmp/wk.json" "
+r=get('rdmatest.peer', '198.18.0.2')
+print('# ' + r['summary'])
+assert r['status'] == 'FAIL', r
+assert \"it is 'strixpeerctl bench --serve', not 'strixpeerctl doctor serve'\" in r['summary'], r" &&
+		grep -q "a strixpeerctl doctor client, this is 'strixpeerctl bench --serve': refused" "$tmp/wk-b.out" &&
+		[ "$brc" -eq 0 ] && [ "$bsrc" -eq 0 ]
+	r=$?
+fi
+[ $r -eq 0 ] || sed 's/^/# /' "$tmp/wk-b.out" "$tmp/wk-bench.json.err" 2> /dev/null | head -n 40
+result $r "doctor_peer_at_bench_server"
 
 $ctl doctor -j --compare "$tmp/1500.json" "$tmp/9000.json" > "$tmp/cmp.json"
 rc=$?

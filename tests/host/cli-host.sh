@@ -79,6 +79,11 @@ expect doctor_compare_flag_alias 3 stderr 'nonexistent' -- doctor --compare /non
 expect doctor_cmd_and_old_flag 3 stderr 'older spellings of doctor peer, serve and compare' -- doctor serve --compare x
 expect doctor_serve_and_rdma_test 3 stderr 'exclude each other' -- doctor serve --rdma-test
 expect doctor_options_after_cmd 3 stderr 'bad --size' -- doctor peer h --size 0
+# one port per tool, checked before anything connects; distinct defaults
+expect doctor_bad_port 3 stderr '--port: bad port "0": 1..65535' -- doctor serve --port 0
+expect doctor_port_not_number 3 stderr '--port: bad port "18x": 1..65535' -- doctor peer h --port 18x
+expect bench_bad_port 2 stderr '--port: bad port "65536": 1..65535' -- bench --serve --port 65536
+expect bench_help_port 0 stdout "--port N +the server's librdmacm port, the only one \(18515\)" -- bench help
 # a usage error on a doctor command line is 3 everywhere, also before "doctor"
 expect doctor_global_bad_option 3 stderr 'strixpeerctl help' -- --frob doctor
 expect doctor_global_timestamp 3 stderr '-t is for monitor only' -- -t doc

@@ -20,8 +20,9 @@ shift
 tests=("$@")
 explicit=${tests[*]}
 [ ${#tests[@]} -gt 0 ] || tests=(abi abi_compat lifetime limits hostile backing huge_map netlink rdma_rxe rdma_regmr peer import_scale peersim_selftest export gem_dmabuf fuzz cli bench asan-abi asan-lifetime asan-limits asan-netlink asan-rdma_regmr doctor engines rdma_churn rdma_dmabuf numa_balance kfd_userptr kfd_rdma)
-# tensor_slab by default on Debian's 6.12 and sid only (not yet run on 6.1 or the debug kernel)
-[ -n "$explicit" ] || case $(uname -r) in *spdebug*) ;; 6.12.* | 7.*) tests+=(tensor_slab) ;; esac
+# tensor_slab and rdma_link by default on Debian's 6.12 and sid only (not yet
+# run on 6.1 or the debug kernel)
+[ -n "$explicit" ] || case $(uname -r) in *spdebug*) ;; 6.12.* | 7.*) tests+=(tensor_slab rdma_link) ;; esac
 out=${SP_OUT:?SP_OUT not set}
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 

@@ -78,7 +78,7 @@ struct sp_bench_opts {
 	const char *serve_addr;	/**< local mode: the serving device's IPv4
 				 *   (NULL: the second such device);
 				 *   sp_bench_serve(): address to bind (NULL: any) */
-	const char *port;	/**< TCP control port; librdmacm uses port + 1
+	const char *port;	/**< the server's librdmacm port, its only one
 				 *   (default "18515", perftest's) */
 	unsigned int flags;	/**< SP_BENCH_EVENTS */
 	void (*progress)(const char *msg, void *arg); /**< optional */

@@ -1,131 +1,66 @@
 // SPDX-License-Identifier: MIT
 /*
  * strixpeerctl's benchmark, its RDMA connection (bench_conn.h): control
- * messages, the queue pair, completions, the latency ping-pongs.
+ * messages and the data queue pair (both rdma/link.h's), completions, the
+ * latency ping-pongs.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
-#include <rdma/rdma_cma.h>
-#include <rdma/rdma_verbs.h>
 
 #include "strixpeer.h"
 #include "bench_conn.h"
 
-static int sp_sock_io(int fd, void *buf, size_t len, bool out)
+int sp_bench_send_msg(struct sp_conn *c, const struct sp_link_msg *m)
 {
-	uint8_t *p = buf;
+	char why[320] = "";
+	int ret = sp_link_send(&c->link, m, why, sizeof(why));
 
-	while (len) {
-		ssize_t n = out ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return sp_bench_fail(n ? errno : ECONNRESET, "bench control connection: %s",
-				       n ? strerror(errno) : "closed by the other side");
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return ret ? sp_bench_fail(-ret, "%s", why) : 0;
 }
 
-int sp_bench_send_msg(struct sp_conn *c, struct sp_bench_msg *m)
+int sp_bench_recv_msg(struct sp_conn *c, struct sp_link_msg *m, unsigned int want)
 {
-	return sp_sock_io(c->sock, m, sizeof(*m), true);
+	char why[320] = "";
+	int ret = sp_link_recv(&c->link, m, want, why, sizeof(why));
+
+	return ret ? sp_bench_fail(-ret, "%s", why) : 0;
 }
 
-int sp_bench_recv_msg(struct sp_conn *c, struct sp_bench_msg *m)
+int sp_bench_call(struct sp_conn *c, struct sp_link_msg *m, unsigned int want)
 {
-	return sp_sock_io(c->sock, m, sizeof(*m), false);
-}
+	char why[320] = "";
+	int ret = sp_link_call(&c->link, m, want, why, sizeof(why));
 
-/* Request and reply; a non-zero status in the reply is the error. */
-int sp_bench_call(struct sp_conn *c, struct sp_bench_msg *m, uint32_t want)
-{
-	int ret = sp_bench_send_msg(c, m);
-
-	if (!ret)
-		ret = sp_bench_recv_msg(c, m);
-	if (ret)
-		return ret;
-	if (m->status)
-		return sp_bench_fail(-m->status, "server: %.*s", (int)sizeof(m->text), m->text);
-	if (m->cmd != want)
-		return sp_bench_fail(EPROTO, "server answered %u, expected %u", m->cmd, want);
-	return 0;
-}
-
-/* librdmacm's port: the control port + 1 (the control port is 1..65534). */
-int sp_bench_port_plus_one(const char *port, char *out, size_t len)
-{
-	char *end;
-	unsigned long p;
-
-	errno = 0;
-	p = strtoul(port, &end, 10);
-	if (errno || end == port || *end || !p || p > 65534)
-		return sp_bench_fail(EINVAL, "bad port \"%s\": 1..65534 (librdmacm uses port + 1)", port);
-	snprintf(out, len, "%u", (unsigned int)(p + 1) & 0xffff);
-	return 0;
+	return ret ? sp_bench_fail(-ret, "%s", why) : 0;
 }
 
 /* --- queue pair ------------------------------------------------------------ */
 
-int sp_bench_qp_setup(struct sp_conn *c, const struct sp_bench_opts *o, bool server)
+void sp_bench_data_qp(const struct sp_bench_opts *o, bool server, struct sp_link_qp *qp)
 {
-	const struct ibv_qp_cap cap = {
-		.max_send_wr = o->depth + 8, .max_recv_wr = SP_RECV_DEPTH + 8,
-		.max_send_sge = 1, .max_recv_sge = 1,
-	};
-	/* the server learns the client's choice from HELLO: it always has one */
-	bool channel = (o->flags & SP_BENCH_EVENTS) || server;
-	char why[256];
-	int ret;
-
-	ret = sp_rc_cm_setup(&c->rc, c->id, (int)(o->depth + SP_RECV_DEPTH + 16), &cap,
-			     channel ? 0 : SP_RC_POLLED, why, sizeof(why));
-	if (ret)
-		return sp_bench_fail(-ret, "%s", why);
-	c->events = (o->flags & SP_BENCH_EVENTS) && !server;
-	return 0;
-}
-
-void sp_bench_conn_param(struct rdma_conn_param *p)
-{
-	memset(p, 0, sizeof(*p));
-	p->initiator_depth = SP_RD_DEPTH;
-	p->responder_resources = SP_RD_DEPTH;
-	p->retry_count = 7;
-	p->rnr_retry_count = 7;
+	memset(qp, 0, sizeof(*qp));
+	qp->cap.max_send_wr = o->depth + 8;
+	qp->cap.max_recv_wr = SP_RECV_DEPTH + 8;
+	qp->cap.max_send_sge = 1;
+	qp->cap.max_recv_sge = 1;
+	qp->cqe = (int)(o->depth + SP_RECV_DEPTH + 16);
+	/* the server learns the client's choice from its hello: it always has one */
+	qp->flags = (o->flags & SP_BENCH_EVENTS) || server ? 0 : SP_RC_POLLED;
+	qp->rd_atomic = SP_RD_DEPTH;
 }
 
 void sp_bench_conn_close(struct sp_conn *c)
 {
-	if (c->id)
-		rdma_disconnect(c->id);
-	sp_rc_close(&c->rc);
-	if (c->id)
-		rdma_destroy_ep(c->id);
-	if (c->listen)
-		rdma_destroy_ep(c->listen);
-	if (c->sock >= 0)
-		close(c->sock);
-	c->id = c->listen = NULL;
-	c->sock = -1;
+	sp_link_ep_close(&c->data);
+	if (c->linked)
+		sp_link_close(&c->link);
+	c->linked = false;
 }
 
 static int sp_check_wc(struct sp_conn *c, struct ibv_wc *wc, int n)
@@ -145,20 +80,20 @@ static int sp_check_wc(struct sp_conn *c, struct ibv_wc *wc, int n)
 /* Sleep until the CQ has a completion (events mode); -ETIMEDOUT after SP_WAIT_S. */
 static int sp_cq_event(struct sp_conn *c, struct ibv_wc *wc, int max)
 {
-	struct pollfd pfd = { .fd = c->rc.ch->fd, .events = POLLIN };
+	struct pollfd pfd = { .fd = c->data.rc.ch->fd, .events = POLLIN };
 	struct ibv_cq *cq;
 	void *ctx;
 	int n;
 
-	if (ibv_req_notify_cq(c->rc.cq, 0))
+	if (ibv_req_notify_cq(c->data.rc.cq, 0))
 		return sp_bench_fail(EIO, "ibv_req_notify_cq failed");
-	n = ibv_poll_cq(c->rc.cq, max, wc);	/* what arrived before the request */
+	n = ibv_poll_cq(c->data.rc.cq, max, wc);	/* what arrived before the request */
 	if (n)
 		return n;
 	n = poll(&pfd, 1, (int)(SP_WAIT_S * 1000));
 	if (n == 0)
 		return sp_bench_fail(ETIMEDOUT, "no completion for %.0f s", SP_WAIT_S);
-	if (n < 0 || ibv_get_cq_event(c->rc.ch, &cq, &ctx))
+	if (n < 0 || ibv_get_cq_event(c->data.rc.ch, &cq, &ctx))
 		return sp_bench_fail(EIO, "waiting for a completion event: %s", strerror(errno));
 	ibv_ack_cq_events(cq, 1);
 	return 0;
@@ -174,7 +109,7 @@ int sp_bench_poll(struct sp_conn *c, struct ibv_wc *wc, int max)
 	double deadline = 0;
 
 	for (unsigned long spin = 0;; spin++) {
-		int n = ibv_poll_cq(c->rc.cq, max, wc);
+		int n = ibv_poll_cq(c->data.rc.cq, max, wc);
 
 		if (n == 0 && c->events)
 			n = sp_cq_event(c, wc, max);
@@ -202,7 +137,7 @@ int sp_bench_post(struct sp_conn *c, enum ibv_wr_opcode op, struct sp_bench_mem 
 		.lkey = sp_bench_mem_lkey(m),
 	};
 	char why[160];
-	int ret = sp_rc_post(&c->rc, op, &sge, raddr, rkey, wr_id,
+	int ret = sp_rc_post(&c->data.rc, op, &sge, raddr, rkey, wr_id,
 			     signaled ? IBV_SEND_SIGNALED : 0, why, sizeof(why));
 
 	return ret ? sp_bench_fail(-ret, "%s", why) : 0;
@@ -221,7 +156,7 @@ int sp_bench_post_recv(struct sp_conn *c, struct sp_bench_mem *m, size_t off, si
 	wr.wr_id = 0;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
-	ret = ibv_post_recv(c->rc.qp, &wr, &bad);
+	ret = ibv_post_recv(c->data.rc.qp, &wr, &bad);
 	return ret ? sp_bench_fail(ret, "ibv_post_recv: %s", strerror(ret)) : 0;
 }
 
@@ -350,7 +285,7 @@ int sp_bench_send_sink(struct sp_conn *c, struct sp_bench_mem *m, size_t half,
 		posted++;
 	}
 	{
-		struct sp_bench_msg r = { .cmd = SP_CMD_READY };
+		struct sp_link_msg r = { .type = SP_MSG_READY };
 
 		ret = sp_bench_send_msg(c, &r);
 		if (ret)

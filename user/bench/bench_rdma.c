@@ -4,9 +4,10 @@
  * bandwidth and latency between a client and a server, each side using
  * memory of the kind being measured, as perftest does.
  *
- * The queue pair is connected through librdmacm (perftest's -R), on
- * the TCP control port + 1; a TCP connection on the control port carries
- * the requests (allocate memory of a kind, take part in a latency test).
+ * Client and server connect through rdma/link.h (librdmacm, perftest's
+ * -R) on one port: a control connection carries the requests (allocate
+ * memory of a kind, take part in a latency test), a data connection of the
+ * same session the measured traffic.
  * On one node ("local" mode) the server is a forked child serving on the
  * second RDMA device, the client uses the first; across nodes the server
  * is sp_bench_serve() on the other node. sp_bench_rdma_run() also runs
@@ -20,186 +21,176 @@
  * sample is one repetition's value.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
-#include <rdma/rdma_cma.h>
-#include <rdma/rdma_verbs.h>
 
 #include "strixpeer.h"
 #include "bench_conn.h"
 
 /* --- server -------------------------------------------------------------------- */
 
-static int sp_tcp_listen(const char *addr, const char *port)
+/* One request of a connected client, answered in @r; @q's type is QUIT: stop. */
+static int sp_serve_request(struct sp_conn *c, struct sp_dev *dev, struct sp_bench_mem *m,
+			    const struct sp_link_msg *q, struct sp_link_msg *r, size_t *half,
+			    uint64_t *peer_addr, uint32_t *peer_rkey)
 {
-	struct addrinfo hints, *res, *ai;
-	int fd = -1, one = 1, ret;
+	int ret = 0;
 
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE;
-	ret = getaddrinfo(addr, port, &hints, &res);
-	if (ret)
-		return sp_bench_fail(EADDRNOTAVAIL, "%s port %s: %s", addr ? addr : "*", port,
-			       gai_strerror(ret));
-	for (ai = res; ai; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-		if (fd < 0)
-			continue;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1) == 0)
-			break;
-		close(fd);
-		fd = -1;
+	memset(r, 0, sizeof(*r));
+	r->type = SP_MSG_DONE;
+	switch (q->type) {
+	case SP_MSG_OPEN:
+		sp_bench_copy(r->text, sizeof(r->text), ibv_get_device_name(c->data.rc.ctx->device));
+		break;
+	case SP_MSG_ALLOC:
+		sp_bench_mem_free(m);
+		*half = q->size / 2;
+		*peer_addr = q->addr;
+		*peer_rkey = q->rkey;
+		r->status = q->kind < SP_BENCH_NR_KINDS ?
+			    sp_bench_mem_alloc(dev, (enum sp_bench_kind)q->kind, q->size, m) :
+			    sp_bench_fail(EINVAL, "unknown memory kind %u", q->kind);
+		if (!r->status) {
+			sp_bench_mem_touch(m);
+			r->status = sp_bench_mem_reg(dev, c->data.rc.pd, m, IBV_ACCESS_LOCAL_WRITE |
+						     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+		}
+		if (r->status) {
+			r->status = r->status < 0 ? r->status : -EIO;
+			sp_bench_copy(r->text, sizeof(r->text), sp_bench_errmsg());
+			sp_bench_mem_free(m);
+		} else {
+			r->addr = (uintptr_t)m->addr;
+			r->rkey = sp_bench_mem_rkey(m);
+		}
+		break;
+	case SP_MSG_FREE:
+		sp_bench_mem_free(m);
+		break;
+	case SP_MSG_WRITE_LAT:
+	case SP_MSG_SEND_LAT:
+		if (!m->addr || q->size > *half)
+			return sp_bench_fail(EPROTO, "%s of %llu bytes without memory for it",
+					     sp_link_type_name(q->type), (unsigned long long)q->size);
+		if (q->type == SP_MSG_SEND_LAT)
+			ret = sp_bench_post_recv(c, m, *half, q->size);
+		r->type = SP_MSG_READY;
+		if (!ret)
+			ret = sp_bench_send_msg(c, r);
+		if (!ret)
+			ret = q->type == SP_MSG_WRITE_LAT ?
+			      sp_bench_write_pingpong(c, m, *half, q->size, *peer_addr, *peer_rkey,
+						      q->iters, false, NULL) :
+			      sp_bench_send_pingpong(c, m, *half, q->size, q->iters, false, NULL);
+		r->type = SP_MSG_DONE;
+		break;
+	case SP_MSG_SEND_BW:
+		if (!m->addr || q->size > *half)
+			return sp_bench_fail(EPROTO, "SEND_BW of %llu bytes without memory for it",
+					     (unsigned long long)q->size);
+		ret = sp_bench_send_sink(c, m, *half, q->size, q->iters);
+		break;
+	case SP_MSG_QUIT:
+		break;
+	default:
+		r->status = -EPROTO;
+		snprintf(r->text, sizeof(r->text), "unexpected request %s",
+			 sp_link_type_name(q->type));
 	}
-	freeaddrinfo(res);
-	if (fd < 0)
-		return sp_bench_fail(errno, "cannot listen on %s port %s: %s", addr ? addr : "*", port,
-			       strerror(errno));
-	return fd;
+	return ret;
 }
 
-/* Serve one client on @o's address and port; @ready_fd (if >= 0) gets a byte once listening. */
-int sp_bench_rdma_serve(const struct sp_bench_opts *o, struct sp_dev *dev, int ready_fd)
+/* A connected client's requests, until QUIT or an error. */
+static int sp_serve_client(struct sp_conn *c, const struct sp_bench_opts *o, struct sp_dev *dev,
+			   bool *started)
 {
-	struct sp_conn c = { .sock = -1 };
 	struct sp_bench_mem m = { .dmabuf_fd = -1, .card = -1 };
-	struct rdma_addrinfo hints, *res = NULL;
-	struct rdma_conn_param param;
+	struct sp_link_qp qp;
 	uint64_t peer_addr = 0;
 	uint32_t peer_rkey = 0;
 	size_t half = 0;
-	char port1[16];
-	int lfd, ret;
+	char why[320] = "";
+	int ret;
 
-	ret = sp_bench_port_plus_one(o->port, port1, sizeof(port1));
+	sp_bench_data_qp(o, true, &qp);
+	ret = sp_link_data_accept(&c->link, &qp, &c->data, why, sizeof(why));
 	if (ret)
-		return ret;
-	lfd = sp_tcp_listen(o->serve_addr, o->port);
-	if (lfd < 0)
-		return lfd;
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_flags = RAI_PASSIVE;
-	hints.ai_port_space = RDMA_PS_TCP;
-	if (rdma_getaddrinfo(o->serve_addr, port1, &hints, &res) ||
-	    rdma_create_ep(&c.listen, res, NULL, NULL) || rdma_listen(c.listen, 1)) {
-		ret = sp_bench_fail(errno, "librdmacm cannot listen on %s port %s: %s",
-			      o->serve_addr ? o->serve_addr : "*", port1, strerror(errno));
-		goto out;
+		return sp_bench_fail(-ret, "%s", why);
+	c->events = (c->link.peer_flags & SP_BENCH_EVENTS) != 0;
+	for (bool first = true;; first = false) {
+		struct sp_link_msg q, r;
+
+		/* the first request within the usual bound; later ones may take the client a while */
+		c->link.timeout_ms = first ? SP_LINK_WAIT_MS : SP_BENCH_IDLE_MS;
+		ret = sp_bench_recv_msg(c, &q, first ? SP_MSG_OPEN : 0);
+		c->link.timeout_ms = (int)(SP_WAIT_S * 1000);
+		if (!ret) {
+			*started = true;
+			ret = sp_serve_request(c, dev, &m, &q, &r, &half, &peer_addr, &peer_rkey);
+		}
+		if (!ret)
+			ret = sp_bench_send_msg(c, &r);
+		if (ret || q.type == SP_MSG_QUIT)
+			break;
 	}
+	sp_bench_mem_free(&m);
+	return ret;
+}
+
+/*
+ * Serve one client on @o's address and port; @ready_fd (if >= 0) gets a
+ * byte once listening. Clients refused (another tool or version) or gone
+ * before their first request are reported and the next one awaited.
+ */
+int sp_bench_rdma_serve(const struct sp_bench_opts *o, struct sp_dev *dev, int ready_fd)
+{
+	struct sp_link_srv srv;
+	char why[320] = "";
+	int ret;
+
+	ret = sp_link_listen(&srv, SP_LINK_BENCH, o->serve_addr, o->port, why, sizeof(why));
 	if (ready_fd >= 0) {
-		if (write(ready_fd, "r", 1) != 1)
+		if (!ret && write(ready_fd, "r", 1) != 1)
 			ret = -EIO;
 		close(ready_fd);
 	}
-	c.sock = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (c.sock < 0) {
-		ret = sp_bench_fail(errno, "accept: %s", strerror(errno));
-		goto out;
-	}
-	if (rdma_get_request(c.listen, &c.id)) {
-		ret = sp_bench_fail(errno, "rdma_get_request: %s", strerror(errno));
-		goto out;
-	}
-	ret = sp_bench_qp_setup(&c, o, true);
 	if (ret)
-		goto out;
-	sp_bench_conn_param(&param);
-	if (rdma_accept(c.id, &param)) {
-		ret = sp_bench_fail(errno, "rdma_accept: %s", strerror(errno));
-		goto out;
+		return sp_bench_fail(-ret, "%s", why);
+	if (ready_fd < 0) {
+		fprintf(stderr, "bench: listening on %s, serving one client\n", srv.where);
+		fflush(stderr);
 	}
-
 	for (;;) {
-		struct sp_bench_msg q, r;
+		struct sp_conn c = { .child = -1 };
+		bool started = false;
 
-		ret = sp_bench_recv_msg(&c, &q);
-		if (ret)
-			break;
-		memset(&r, 0, sizeof(r));
-		r.cmd = SP_CMD_DONE;
-		switch (q.cmd) {
-		case SP_CMD_HELLO:
-			c.events = (q.kind & SP_BENCH_EVENTS) != 0;
-			r.status = q.size == SP_BENCH_PROTO ? 0 : -EPROTO;
-			sp_bench_copy(r.text, sizeof(r.text), r.status ? "bench protocol version differs: use the same strixpeerctl on both nodes"
-					  : ibv_get_device_name(c.id->verbs->device));
-			break;
-		case SP_CMD_ALLOC:
-			sp_bench_mem_free(&m);
-			half = q.size / 2;
-			peer_addr = q.addr;
-			peer_rkey = q.rkey;
-			r.status = sp_bench_mem_alloc(dev, (enum sp_bench_kind)q.kind, q.size, &m);
-			if (!r.status) {
-				sp_bench_mem_touch(&m);
-				r.status = sp_bench_mem_reg(dev, c.rc.pd, &m, IBV_ACCESS_LOCAL_WRITE |
-							    IBV_ACCESS_REMOTE_WRITE |
-							    IBV_ACCESS_REMOTE_READ);
-			}
-			if (r.status) {
-				r.status = r.status < 0 ? r.status : -EIO;
-				sp_bench_copy(r.text, sizeof(r.text), sp_bench_errmsg());
-				sp_bench_mem_free(&m);
-			} else {
-				r.addr = (uintptr_t)m.addr;
-				r.rkey = sp_bench_mem_rkey(&m);
-			}
-			break;
-		case SP_CMD_FREE:
-			sp_bench_mem_free(&m);
-			break;
-		case SP_CMD_WRITE_LAT:
-		case SP_CMD_SEND_LAT:
-			if (q.cmd == SP_CMD_SEND_LAT)
-				ret = sp_bench_post_recv(&c, &m, half, q.size);
-			r.cmd = SP_CMD_READY;
-			if (!ret)
-				ret = sp_bench_send_msg(&c, &r);
-			if (!ret)
-				ret = q.cmd == SP_CMD_WRITE_LAT ?
-				      sp_bench_write_pingpong(&c, &m, half, q.size, peer_addr, peer_rkey,
-							q.iters, false, NULL) :
-				      sp_bench_send_pingpong(&c, &m, half, q.size, q.iters, false, NULL);
-			r.cmd = SP_CMD_DONE;
-			break;
-		case SP_CMD_SEND_BW:
-			ret = sp_bench_send_sink(&c, &m, half, q.size, q.iters);
-			break;
-		case SP_CMD_QUIT:
-			sp_bench_send_msg(&c, &r);
-			ret = 0;
-			goto out;
-		default:
-			r.status = -EPROTO;
-			snprintf(r.text, sizeof(r.text), "unknown request %u", q.cmd);
+		ret = sp_link_accept(&srv, &c.link, NULL, 1000, why, sizeof(why));
+		if (ret == -ETIMEDOUT)
+			continue;
+		if (ret) {
+			fprintf(stderr, "bench: %s\n", why);
+			continue;
 		}
-		if (ret)
-			break;
-		ret = sp_bench_send_msg(&c, &r);
-		if (ret)
-			break;
+		c.linked = true;
+		c.link.timeout_ms = (int)(SP_WAIT_S * 1000);
+		ret = sp_serve_client(&c, o, dev, &started);
+		sp_bench_conn_close(&c);
+		if (ret && !started) {
+			/* connected and said nothing: not a session, wait for the next */
+			fprintf(stderr, "bench: %s\n", sp_bench_errmsg());
+			continue;
+		}
+		break;
 	}
-out:
-	sp_bench_mem_free(&m);
-	sp_bench_conn_close(&c);
-	if (res)
-		rdma_freeaddrinfo(res);
-	close(lfd);
+	sp_link_srv_close(&srv);
 	return ret;
 }
 
@@ -211,7 +202,7 @@ int sp_bench_serve(const struct sp_bench_opts *o)
 
 	d = *o;
 	if (!d.port)
-		d.port = "18515";
+		d.port = SP_LINK_PORT_BENCH;
 	if (!d.depth)
 		d.depth = 128;
 	if (sp_dev_open(NULL, &dev) < 0)
@@ -256,85 +247,32 @@ static int sp_ipv4_devices(char names[2][64], char addrs[2][64])
 	return found;
 }
 
-static int sp_tcp_connect(const char *host, const char *port)
-{
-	struct addrinfo hints, *res, *ai;
-	int fd = -1, ret, one = 1;
-
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	ret = getaddrinfo(host, port, &hints, &res);
-	if (ret)
-		return sp_bench_fail(EHOSTUNREACH, "%s: %s", host, gai_strerror(ret));
-	for (int attempt = 0; attempt < 20 && fd < 0; attempt++) {
-		for (ai = res; ai; ai = ai->ai_next) {
-			fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-			if (fd < 0)
-				continue;
-			if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-				break;
-			close(fd);
-			fd = -1;
-		}
-		if (fd < 0)
-			usleep(250000);
-	}
-	freeaddrinfo(res);
-	if (fd < 0)
-		return sp_bench_fail(errno, "cannot reach the bench server at %s port %s (is 'strixpeerctl bench --serve' running there?): %s",
-			       host, port, strerror(errno));
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return fd;
-}
-
 static int sp_client_connect(struct sp_bench *b, struct sp_conn *c)
 {
 	const struct sp_bench_opts *o = &b->o;
-	struct rdma_addrinfo hints, *res = NULL;
-	struct rdma_conn_param param;
-	struct sockaddr_in src;
-	struct sp_bench_msg m;
-	char port1[16];
+	const char *src = b->client_addr[0] ? b->client_addr : NULL;
+	struct sp_link_qp qp;
+	struct sp_link_msg m;
+	char why[320] = "";
 	int ret;
 
-	ret = sp_bench_port_plus_one(o->port, port1, sizeof(port1));
+	ret = sp_link_connect(&c->link, SP_LINK_BENCH, b->server_addr, o->port, src, NULL,
+			      o->flags & SP_BENCH_EVENTS, why, sizeof(why));
 	if (ret)
-		return ret;
-	c->sock = sp_tcp_connect(b->server_addr, o->port);
-	if (c->sock < 0)
-		return c->sock;
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_port_space = RDMA_PS_TCP;
-	if (b->client_addr[0]) {
-		memset(&src, 0, sizeof(src));
-		src.sin_family = AF_INET;
-		if (inet_pton(AF_INET, b->client_addr, &src.sin_addr) != 1)
-			return sp_bench_fail(EINVAL, "local address %s is not IPv4", b->client_addr);
-		hints.ai_src_addr = (struct sockaddr *)&src;
-		hints.ai_src_len = sizeof(src);
-	}
-	if (rdma_getaddrinfo(b->server_addr, port1, &hints, &res))
-		return sp_bench_fail(errno, "librdmacm cannot resolve %s port %s: %s", b->server_addr,
-			       port1, strerror(errno));
-	ret = rdma_create_ep(&c->id, res, NULL, NULL);
-	rdma_freeaddrinfo(res);
+		return sp_bench_fail(-ret, "%s", why);
+	c->linked = true;
+	c->link.timeout_ms = (int)(SP_WAIT_S * 1000);
+	sp_bench_data_qp(o, false, &qp);
+	ret = sp_link_data_connect(&c->link, b->server_addr, o->port, src, &qp, &c->data, why,
+				   sizeof(why));
 	if (ret)
-		return sp_bench_fail(errno, "librdmacm: no route to %s from %s: %s", b->server_addr,
-			       b->client_addr[0] ? b->client_addr : "any address", strerror(errno));
-	ret = sp_bench_qp_setup(c, o, false);
-	if (ret)
-		return ret;
-	sp_bench_conn_param(&param);
-	if (rdma_connect(c->id, &param))
-		return sp_bench_fail(errno, "rdma_connect to %s port %s: %s", b->server_addr, port1,
-			       strerror(errno));
-	sp_bench_copy(b->client_dev, sizeof(b->client_dev), ibv_get_device_name(c->id->verbs->device));
+		return sp_bench_fail(-ret, "%s", why);
+	c->events = (o->flags & SP_BENCH_EVENTS) != 0;
+	sp_bench_copy(b->client_dev, sizeof(b->client_dev),
+		      ibv_get_device_name(c->data.rc.ctx->device));
 	memset(&m, 0, sizeof(m));
-	m.cmd = SP_CMD_HELLO;
-	m.size = SP_BENCH_PROTO;
-	m.kind = o->flags & SP_BENCH_EVENTS;
-	ret = sp_bench_call(c, &m, SP_CMD_DONE);
+	m.type = SP_MSG_OPEN;
+	ret = sp_bench_call(c, &m, SP_MSG_DONE);
 	if (!ret)
 		snprintf(b->server_dev, sizeof(b->server_dev), "%.63s", m.text);
 	return ret;
@@ -411,19 +349,17 @@ static int sp_measure(struct sp_bench *b, struct sp_conn *c, unsigned int op, si
 	uint64_t n = sp_bw_iters(o, size), warm = n / 10 + 1;
 	uint64_t ln = o->lat_iters, lwarm;
 	struct sp_bench_series *s;
-	struct sp_bench_msg q;
+	struct sp_link_msg q;
 	double secs = 0, *lat;
 	int ret;
 
 	/* bandwidth */
 	memset(&q, 0, sizeof(q));
 	if (op == 2) {
-		q.cmd = SP_CMD_SEND_BW;
+		q.type = SP_MSG_SEND_BW;
 		q.size = size;
 		q.iters = warm + n;
-		ret = sp_bench_send_msg(c, &q);
-		if (!ret)
-			ret = sp_bench_recv_msg(c, &q);
+		ret = sp_bench_call(c, &q, SP_MSG_READY);
 		if (ret)
 			return ret;
 	}
@@ -431,7 +367,7 @@ static int sp_measure(struct sp_bench *b, struct sp_conn *c, unsigned int op, si
 	if (!ret)
 		ret = sp_bw_run(c, opc, m, size, raddr, rkey, n, depth, &secs);
 	if (!ret && op == 2)
-		ret = sp_bench_recv_msg(c, &q);
+		ret = sp_bench_recv_msg(c, &q, SP_MSG_DONE);
 	if (ret)
 		return ret;
 	s = sp_bench_series_get(b, bw_name[op], size, "MiB/s", true);
@@ -458,19 +394,19 @@ static int sp_measure(struct sp_bench *b, struct sp_conn *c, unsigned int op, si
 		}
 	} else {
 		memset(&q, 0, sizeof(q));
-		q.cmd = op == 0 ? SP_CMD_WRITE_LAT : SP_CMD_SEND_LAT;
+		q.type = op == 0 ? SP_MSG_WRITE_LAT : SP_MSG_SEND_LAT;
 		q.size = size;
 		q.iters = lwarm + ln;
 		if (op == 2)
 			ret = sp_bench_post_recv(c, m, half, size);
 		if (!ret)
-			ret = sp_bench_call(c, &q, SP_CMD_READY);
+			ret = sp_bench_call(c, &q, SP_MSG_READY);
 		if (!ret)
 			ret = op == 0 ? sp_bench_write_pingpong(c, m, half, size, raddr, rkey, lwarm + ln,
 							  true, lat) :
 			      sp_bench_send_pingpong(c, m, half, size, lwarm + ln, true, lat);
 		if (!ret)
-			ret = sp_bench_recv_msg(c, &q);
+			ret = sp_bench_recv_msg(c, &q, SP_MSG_DONE);
 	}
 	if (!ret) {
 		s = sp_bench_series_get(b, lat_name[op], size, "us", false);
@@ -499,7 +435,7 @@ static int sp_rdma_figures(struct sp_bench *b, struct sp_dev *dev, struct sp_con
 			for (int i = 0; i < SP_BENCH_NR_KINDS; i++) {
 				enum sp_bench_kind k = (enum sp_bench_kind)((i + r) % SP_BENCH_NR_KINDS);
 				struct sp_bench_mem m;
-				struct sp_bench_msg q;
+				struct sp_link_msg q;
 				int ret;
 
 				if (!(o->kinds & (1U << k)) || !b->available[k])
@@ -510,7 +446,7 @@ static int sp_rdma_figures(struct sp_bench *b, struct sp_dev *dev, struct sp_con
 				ret = sp_bench_mem_alloc(dev, k, 2 * half, &m);
 				if (!ret) {
 					sp_bench_mem_touch(&m);
-					ret = sp_bench_mem_reg(dev, c->rc.pd, &m, access);
+					ret = sp_bench_mem_reg(dev, c->data.rc.pd, &m, access);
 				}
 				if (ret) {
 					b->available[k] = false;
@@ -520,14 +456,14 @@ static int sp_rdma_figures(struct sp_bench *b, struct sp_dev *dev, struct sp_con
 					continue;
 				}
 				memset(&q, 0, sizeof(q));
-				q.cmd = SP_CMD_ALLOC;
+				q.type = SP_MSG_ALLOC;
 				q.kind = k;
 				q.size = 2 * half;
 				q.addr = (uintptr_t)m.addr;
 				q.rkey = sp_bench_mem_rkey(&m);
-				ret = sp_bench_call(c, &q, SP_CMD_DONE);
+				ret = sp_bench_call(c, &q, SP_MSG_DONE);
 				if (ret) {
-					if (c->sock >= 0 && !strncmp(sp_bench_errmsg(), "server:", 7)) {
+					if (c->linked && !strncmp(sp_bench_errmsg(), "server:", 7)) {
 						b->available[k] = false;
 						sp_bench_copy(b->reason[k], sizeof(b->reason[k]), sp_bench_errmsg());
 						sp_bench_mem_free(&m);
@@ -540,8 +476,8 @@ static int sp_rdma_figures(struct sp_bench *b, struct sp_dev *dev, struct sp_con
 					ret = sp_measure(b, c, op, sz, &m, half, q.addr, q.rkey, k);
 				if (!ret) {
 					memset(&q, 0, sizeof(q));
-					q.cmd = SP_CMD_FREE;
-					ret = sp_bench_call(c, &q, SP_CMD_DONE);
+					q.type = SP_MSG_FREE;
+					ret = sp_bench_call(c, &q, SP_MSG_DONE);
 				}
 				sp_bench_mem_free(&m);
 				if (ret)
@@ -603,7 +539,7 @@ static pid_t sp_fork_server(struct sp_bench *b)
 int sp_bench_rdma_run(struct sp_bench *b, struct sp_dev *dev, sp_bench_host_fn *host_part)
 {
 	const struct sp_bench_opts *o = &b->o;
-	struct sp_conn c = { .sock = -1, .child = -1 };
+	struct sp_conn c = { .child = -1 };
 	char names[2][64] = { "", "" }, addrs[2][64] = { "", "" };
 	int ret = 0;
 
@@ -642,16 +578,16 @@ int sp_bench_rdma_run(struct sp_bench *b, struct sp_dev *dev, sp_bench_host_fn *
 		ret = host_part(b, dev, NULL, NULL);
 		goto out;
 	}
-	ret = host_part(b, dev, c.rc.pd, NULL);
+	ret = host_part(b, dev, c.data.rc.pd, NULL);
 	if (!ret && sp_rdma_figures(b, dev, &c)) {
 		snprintf(b->rdma_reason, sizeof(b->rdma_reason), "stopped: %s", sp_bench_errmsg());
 		sp_bench_progress(b, "RDMA figures stopped: %s", sp_bench_errmsg());
 	}
-	if (c.sock >= 0) {
-		struct sp_bench_msg q = { .cmd = SP_CMD_QUIT };
+	if (c.linked) {
+		struct sp_link_msg q = { .type = SP_MSG_QUIT };
 
 		sp_bench_send_msg(&c, &q);
-		sp_bench_recv_msg(&c, &q);
+		sp_bench_recv_msg(&c, &q, SP_MSG_DONE);
 	}
 	sp_bench_conn_close(&c);
 out:

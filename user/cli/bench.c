@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "bench/bench.h"
+#include "rdma/link.h"
 #include "cli.h"
 #include "util.h"
 #include "strixpeer.h"
@@ -28,7 +29,7 @@ static void bench_usage(FILE *f)
 	      "                    its first two RDMA devices with IPv4 addresses)\n"
 	      "  --local ADDR      IPv4 address of the client's RDMA device\n"
 	      "  --peer ADDR       this node only: the serving device's IPv4 address\n"
-	      "  --port N          TCP control port; librdmacm uses N+1 (18515)\n"
+	      "  --port N          the server's librdmacm port, the only one (18515)\n"
 	      "  --size BYTES      allocation/registration/memcpy size (256M)\n"
 	      "  --repeat N        repetitions, kinds interleaved in each (5)\n"
 	      "  --kinds LIST      strixpeer,malloc,thp,hugetlb,dmabuf,gpu-dmabuf,\n"
@@ -172,6 +173,7 @@ int cmd_bench(int argc, char **argv)
 	struct sp_bench *b;
 	const char *out = NULL;
 	bool serve = false, quiet = false;
+	char why[80];
 	uint64_t v;
 	int c, ret;
 
@@ -195,7 +197,13 @@ int cmd_bench(int argc, char **argv)
 		case 'S': serve = true; break;
 		case 'b': o.serve_addr = optarg; break;
 		case 'e': o.serve_addr = optarg; break;
-		case 'P': o.port = optarg; break;
+		case 'P':
+			if (sp_link_port_ok(optarg, why, sizeof(why))) {
+				fprintf(stderr, "strixpeerctl: bench: --port: %s\n", why);
+				return 2;
+			}
+			o.port = optarg;
+			break;
 		case 'l': o.local_addr = optarg; break;
 		case 'O': out = optarg; break;
 		case 'q': quiet = true; break;
@@ -255,9 +263,6 @@ int cmd_bench(int argc, char **argv)
 		o.progress = NULL;
 
 	if (serve) {
-		if (!quiet)
-			fprintf(stderr, "bench: serving one client on %s port %s (librdmacm: port + 1)\n",
-				o.serve_addr ? o.serve_addr : "*", o.port);
 		if (sp_bench_serve(&o) < 0) {
 			fprintf(stderr, "strixpeerctl: bench --serve: %s\n", sp_bench_errmsg());
 			return 1;

@@ -327,7 +327,7 @@ int dr_compare(struct dr_ctx *c, int nfiles, char **files);
 struct dr_rt_opts {
 	const char *device;	/* only this device (NULL: every ACTIVE port) */
 	const char *peer;	/* --peer HOST */
-	const char *port;	/* rdma_cm port, default "18515" */
+	const char *port;	/* rdma_cm port, default SP_LINK_PORT_DOCTOR ("18516") */
 	const char *bind;	/* --serve address (NULL: any) */
 	size_t size;		/* bytes per transfer */
 	bool once;		/* --serve: one client, then exit */

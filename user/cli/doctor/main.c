@@ -22,6 +22,7 @@
 
 #include "doctor.h"
 #include "../util.h"
+#include "rdma/link.h"
 
 static void usage(FILE *f)
 {
@@ -74,7 +75,7 @@ int doctor_main(int argc, char **argv, bool json)
 		{ "accept", required_argument, NULL, O_ACCEPT },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct dr_rt_opts rt = { .port = "18515", .size = 8 << 20 };
+	struct dr_rt_opts rt = { .port = SP_LINK_PORT_DOCTOR, .size = 8 << 20 };
 	bool pretty = false, rdma = false, serve = false, compare = false, own_json = false;
 	const char *sysroot = "/", *only = NULL, *cmd = NULL;
 	struct dr_ctx c;
@@ -130,9 +131,16 @@ int doctor_main(int argc, char **argv, bool json)
 			rt.peer = optarg;
 			rdma = true;
 			break;
-		case O_PORT:
+		case O_PORT: {
+			char why[80];
+
+			if (sp_link_port_ok(optarg, why, sizeof(why))) {
+				fprintf(stderr, "strixpeerctl doctor: --port: %s\n", why);
+				return DR_EXIT_USAGE;
+			}
 			rt.port = optarg;
 			break;
+		}
 		case O_SERVE:
 			serve = true;
 			break;

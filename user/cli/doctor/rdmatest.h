@@ -2,7 +2,7 @@
 /*
  * strixpeerctl doctor's data-path test, what its two halves share:
  * rdmatest.c (--rdma-test on this node: loopback and port to port) and
- * peertest.c (--serve, and --peer HOST against it, over librdmacm). Both
+ * peertest.c (serve, and peer HOST against it, over rdma/link.h). Both
  * bring their queue pairs up with rdma/rc.h (which has the data pattern
  * and the bounded completion waits) and call rtutil.c; rdmatest.c calls
  * peertest.c for --peer.
@@ -21,13 +21,6 @@ struct sp_dev;
 
 #define WAIT_MS		30000		/* every wait: a completion, a CM event */
 #define LAT_ITERS	20		/* latency: 8-byte writes timed */
-/*
- * "SPD2": --serve/--peer messages. The second protocol: rdma/rc.h's data
- * pattern (the first, "SPDT", had doctor's own); a server of the other
- * one rejects the connection instead of misreading the bytes.
- */
-#define RT_MAGIC	0x53504432u
-
 /* rtutil.c */
 uint64_t dr_rt_now_ns(void);
 int dr_rt_write(struct sp_rc *e, struct ibv_mr *lmr, uint64_t raddr, uint32_t rkey, size_t len,
