@@ -104,8 +104,10 @@ BENCH_LIBS := -lrdmacm -libverbs -lm
 # strixpeerctl: a dispatcher, one file per object, util.c for what they share
 CLI_SRC := user/cli/strixpeerctl.c user/cli/util.c user/cli/print.c user/cli/holders.c \
 	user/cli/status.c user/cli/buf.c user/cli/stats.c user/cli/config.c \
-	user/cli/monitor.c user/cli/bench.c user/cli/gpu.c user/gpu/hiprt.c
-CLI_HDR := user/cli/cli.h user/cli/util.h user/cli/print.h user/cli/holders.h user/gpu/hiprt.h
+	user/cli/monitor.c user/cli/bench.c user/cli/gpu.c user/cli/gpu_proof.c user/gpu/hiprt.c \
+	user/gpu/proof.c user/gpu/facts.c
+CLI_HDR := user/cli/cli.h user/cli/util.h user/cli/print.h user/cli/holders.h user/cli/gpu_cli.h \
+	user/gpu/hiprt.h user/gpu/proof.h
 # strixpeerctl gpu (user/cli/gpu.c): ROCm's runtime is dlopen()ed
 # (user/gpu/hiprt.c), never linked
 GPU_LIBS := -ldl
@@ -299,6 +301,15 @@ GPUALLOC_SO := $(B)/tests/libspgpualloc.so
 user: $(GPUALLOC_SO)
 $(GPUALLOC_SO): tests/preload/gpualloc.c $(DRM_HDR) $(DRM_A) | $(B)/tests
 	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser -fPIC -shared -fvisibility=hidden -o $@ $< $(DRM_A) -lpthread
+
+# The suite's stand-in for ROCm's HIP/HSA runtime under strixpeerctl gpu, on
+# sp_gpusim and sp_kfdsim (test only, never installed).
+GPURT_SO := $(B)/tests/libspgpurt.so
+user: $(GPURT_SO)
+$(GPURT_SO): tests/gpurt/standin.c tests/kmod/gpusim_uapi.h tests/kmod/kfdsim_uapi.h $(DRM_HDR) \
+		$(DRM_A) | $(B)/tests
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser -fPIC -shared -fvisibility=hidden -Wl,-z,defs \
+		-o $@ $< $(DRM_A)
 
 # The fuzzer (tests/fuzz/): raw syscalls and netlink, no library (the DRM
 # helper's raw ioctls only).

@@ -36,14 +36,23 @@ unset STRIXPEER_HIP_LIB STRIXPEER_HSA_LIB
 
 # usage
 expect help 0 stdout '^usage: strixpeerctl \[-j\] gpu runtime \[--hip-lib FILE\] \[--hsa-lib FILE\]$' -- gpu help
+expect help_proof 0 stdout '^       strixpeerctl \[-j\] gpu proof \[--kinds LIST\]' -- gpu proof --help
 expect help_word 0 stdout '^usage: strixpeerctl \[-j\] gpu runtime' -- help gpu
-expect help_runtime 0 stdout 'exit status: 0 found, 1 no usable GPU, 2 usage error, 4' -- gpu runtime --help
-expect help_lists_gpu 0 stdout '^  gpu +runtime: ' -- help
+expect help_runtime 0 stdout '^exit status: 0 found, 1 no usable GPU \(proof: a cell never right, or no$' -- gpu runtime --help
+expect help_lists_gpu 0 stdout '^  gpu +runtime \| proof: ' -- help
 expect unknown_command 2 stderr 'unknown command "frob"; see "strixpeerctl gpu help"' -- gpu frob
 expect unknown_option 2 stderr 'runtime: unknown option "--frob", or it lacks its argument' -- gpu runtime --frob
 expect missing_argument 2 stderr 'runtime: unknown option "--hip-lib", or it lacks its argument' -- gpu runtime --hip-lib
 expect empty_file_name 2 stderr 'runtime: --hsa-lib needs a file name' -- gpu runtime --hsa-lib ''
 expect extra_argument 2 stderr 'unexpected argument "now"; see "strixpeerctl gpu help"' -- gpu runtime now
+expect runtime_refuses_proof_options 2 stderr 'runtime: unknown option "--size"' -- gpu runtime --size 4K
+expect proof_unknown_kind 2 stderr 'proof: --kinds: unknown name "vram"' -- gpu proof --kinds malloc,vram
+expect proof_unknown_route 2 stderr 'proof: --routes: unknown name "dma"' -- gpu proof --routes dma
+expect proof_unknown_direction 2 stderr 'proof: --directions: unknown name "up"' -- gpu proof --directions up
+expect proof_bad_size 2 stderr 'proof: --size takes a multiple of 4K up to 1G, not "5000"' -- gpu proof --size 5000
+expect proof_bad_repeat 2 stderr 'proof: --repeat takes a number from 1 to 1000, not "0"' -- gpu proof --repeat 0
+expect proof_same_devices 2 stderr 'proof: --local and --peer name the same device' -- gpu proof --local rxe0 --peer rxe0
+expect proof_extra 2 stderr 'unexpected argument "now"' -- gpu proof now
 expect json_usage_error 2 stderr 'unexpected argument "x"' -- -j gpu runtime x
 
 # absent
@@ -52,6 +61,7 @@ if ldconfig -p 2> /dev/null | grep -Eq 'libamdhip64\.so(\.[67])? '; then
 else
 	expect absent_default_names 4 stderr "ROCm's runtime is not installed: none of libamdhip64.so, libamdhip64.so.7, libamdhip64.so.6 loads \(STRIXPEER_HIP_LIB names another file\)" -- gpu runtime
 fi
+expect proof_absent 4 stderr "cannot load $PWD/$out/none.so" -- gpu proof --hip-lib "$PWD/$out/none.so"
 expect absent_option 4 stderr "cannot load $PWD/$out/none.so: .*No such file" -- gpu runtime --hip-lib "$PWD/$out/none.so"
 STRIXPEER_HIP_LIB=$PWD/$out/env.so expect absent_env 4 stderr "cannot load $PWD/$out/env.so: .*No such file" -- -j gpu runtime
 "$ctl" -j gpu runtime --hip-lib "$PWD/$out/none.so" > "$out/stdout" 2> /dev/null

@@ -47,7 +47,7 @@ static const struct cmd top_cmds[] = {
 	  monitor_usage },
 	{ "doctor", cmd_doctor, "what is wrong with this RDMA node [--rdma-test]", NULL },
 	{ "bench", cmd_bench, "[HOST] [--serve]: speed vs malloc, THP, hugetlb (--help)", NULL },
-	{ "gpu", cmd_gpu, "runtime: load ROCm's HIP runtime, show its version and GPUs",
+	{ "gpu", cmd_gpu, "runtime | proof: ROCm's runtime; which fence each GPU route needs",
 	  gpu_usage },
 	{ "help", cmd_help, "this text", help_usage },
 	{ NULL, NULL, NULL, NULL },
