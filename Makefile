@@ -105,8 +105,13 @@ BENCH_LIBS := -lrdmacm -libverbs -lm
 # strixpeerctl: a dispatcher, one file per object, util.c for what they share
 CLI_SRC := user/cli/strixpeerctl.c user/cli/util.c user/cli/print.c user/cli/holders.c \
 	user/cli/status.c user/cli/buf.c user/cli/stats.c user/cli/config.c \
-	user/cli/monitor.c user/cli/bench.c
-CLI_HDR := user/cli/cli.h user/cli/util.h user/cli/print.h user/cli/holders.h
+	user/cli/monitor.c user/cli/bench.c user/cli/gpu.c user/cli/gpu_proof.c user/gpu/hiprt.c \
+	user/gpu/proof.c user/gpu/facts.c
+CLI_HDR := user/cli/cli.h user/cli/util.h user/cli/print.h user/cli/holders.h user/cli/gpu_cli.h \
+	user/gpu/hiprt.h user/gpu/proof.h
+# strixpeerctl gpu (user/cli/gpu.c): ROCm's runtime is dlopen()ed
+# (user/gpu/hiprt.c), never linked
+GPU_LIBS := -ldl
 # strixpeerctl doctor (user/cli/doctor/): checks that read files only, the
 # live probes and --rdma-test; libkmod finds modules, librdmacm connects --peer
 DOCTOR_SRC := $(wildcard user/cli/doctor/*.c)
@@ -204,7 +209,7 @@ $(BENCH_A): $(BENCH_OBJ)
 $(B)/strixpeerctl: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(BENCH_HDR) $(BENCH_A) $(RDMA_HDR) $(RDMA_A) \
 		$(DRM_A) $(LIB_SO)
 	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser $(LDFLAGS) -o $@ $(CLI_SRC) $(BENCH_A) $(RDMA_A) $(DRM_A) \
-		-L$(B) -lstrixpeer $(CLI_RPATH) $(DOCTOR_LIBS) $(BENCH_LIBS)
+		-L$(B) -lstrixpeer $(CLI_RPATH) $(DOCTOR_LIBS) $(BENCH_LIBS) $(GPU_LIBS)
 
 # The installation directories, remembered: what embeds them is rebuilt when
 # they change (make; sudo make install PREFIX=/usr).
@@ -215,7 +220,7 @@ $(B)/install/vars: FORCE | $(B)/install
 $(B)/install/strixpeerctl: $(CLI_SRC) $(CLI_HDR) $(LIB_HDR) $(BENCH_HDR) $(BENCH_A) $(RDMA_HDR) \
 		$(RDMA_A) $(DRM_A) $(LIB_SO) $(B)/install/vars
 	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser $(LDFLAGS) -o $@ $(CLI_SRC) $(BENCH_A) $(RDMA_A) $(DRM_A) \
-		-L$(B) -lstrixpeer $(CLI_INSTALL_RPATH) $(DOCTOR_LIBS) $(BENCH_LIBS)
+		-L$(B) -lstrixpeer $(CLI_INSTALL_RPATH) $(DOCTOR_LIBS) $(BENCH_LIBS) $(GPU_LIBS)
 
 SUBST_DIRS = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 	-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g'
@@ -303,6 +308,15 @@ GPUALLOC_SO := $(B)/tests/libspgpualloc.so
 user: $(GPUALLOC_SO)
 $(GPUALLOC_SO): tests/preload/gpualloc.c $(DRM_HDR) $(DRM_A) | $(B)/tests
 	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser -fPIC -shared -fvisibility=hidden -o $@ $< $(DRM_A) -lpthread
+
+# The suite's stand-in for ROCm's HIP/HSA runtime under strixpeerctl gpu, on
+# sp_gpusim and sp_kfdsim (test only, never installed).
+GPURT_SO := $(B)/tests/libspgpurt.so
+user: $(GPURT_SO)
+$(GPURT_SO): tests/gpurt/standin.c tests/kmod/gpusim_uapi.h tests/kmod/kfdsim_uapi.h $(DRM_HDR) \
+		$(DRM_A) | $(B)/tests
+	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser -fPIC -shared -fvisibility=hidden -Wl,-z,defs \
+		-o $@ $< $(DRM_A)
 
 # The fuzzer (tests/fuzz/): raw syscalls and netlink, no library (the DRM
 # helper's raw ioctls only).

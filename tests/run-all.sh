@@ -282,6 +282,9 @@ host_tap install-check tests/host/install-check.sh
 host_tap lintian-check tests/host/lintian-check.sh
 # The HIP examples against sid's ROCm headers (compiled, not run).
 host_tap hip-examples-check tests/host/hip-examples-check.sh
+# strixpeerctl gpu without ROCm: usage, absent and too old runtimes, and
+# user/gpu/hiprt.h against the ROCm headers hip-examples-check fetched.
+host_tap gpu-host tests/host/gpu-host.sh
 # The RPMs for Fedora: rpmbuild, rpmlint, file lists against the debs.
 host_tap rpm-check tests/host/rpm-check.sh
 host_tap systemd-check tests/host/systemd-check.sh

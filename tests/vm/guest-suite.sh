@@ -19,7 +19,7 @@ ko=$1
 shift
 tests=("$@")
 explicit=${tests[*]}
-[ ${#tests[@]} -gt 0 ] || tests=(abi abi_compat lifetime limits hostile backing huge_map netlink rdma_rxe rdma_regmr peer import_scale peersim_selftest export gem_dmabuf fuzz cli bench asan-abi asan-lifetime asan-limits asan-netlink asan-rdma_regmr doctor engines rdma_churn rdma_dmabuf numa_balance kfd_userptr kfd_rdma)
+[ ${#tests[@]} -gt 0 ] || tests=(abi abi_compat lifetime limits hostile backing huge_map netlink rdma_rxe rdma_regmr peer import_scale peersim_selftest export gem_dmabuf fuzz cli bench asan-abi asan-lifetime asan-limits asan-netlink asan-rdma_regmr doctor engines rdma_churn rdma_dmabuf numa_balance kfd_userptr kfd_rdma gpu_proof)
 # tensor_slab and rdma_link by default on Debian's 6.12 and sid only (not yet
 # run on 6.1 or the debug kernel)
 [ -n "$explicit" ] || case $(uname -r) in *spdebug*) ;; 6.12.* | 7.*) tests+=(tensor_slab rdma_link) ;; esac
@@ -220,6 +220,25 @@ run_kfdsim() {	# run_kfdsim <program>
 	return $r
 }
 
+# strixpeerctl gpu with the stand-in runtime on sp_gpusim and sp_kfdsim
+run_gpu_proof() {
+	local r=0 own_gpusim=
+	if [ ! -d /sys/module/sp_gpusim ]; then
+		insmod "$gpusim" 2> "$out/insmod-gpusim-gpu.log" && own_gpusim=1
+	fi
+	if ! insmod "$kfdsim" 2> "$out/insmod-kfdsim-gpu.log"; then
+		gcase "not ok" "kfdsim_loads_for_gpu_proof" "# see insmod-kfdsim-gpu.log"
+		r=1
+	else
+		run_tap gpu_proof tests/guest/gpu-proof-guest.sh || r=1
+		rmmod sp_kfdsim 2>> "$out/insmod-kfdsim-gpu.log" ||
+			{ gcase "not ok" "kfdsim_unloads_after_gpu_proof"; r=1; }
+	fi
+	[ -n "$own_gpusim" ] && { rmmod sp_gpusim 2>> "$out/insmod-gpusim-gpu.log" ||
+		{ gcase "not ok" "gpusim_unloads_after_gpu_proof"; r=1; }; }
+	return $r
+}
+
 for t in "${tests[@]}"; do
 	if [ -n "$debug_kernel" ] && [ -z "$explicit" ] && { [ "$t" = cli ] || [ "$t" = bench ] || [ "${t#asan-}" != "$t" ]; }; then
 		gcase ok "$t" "# SKIP user-space check: runs on the non-debug kernels"
@@ -256,6 +275,11 @@ for t in "${tests[@]}"; do
 		;;
 	rdma_dmabuf) run_rxe_dmabuf || rc=1 ;;
 	numa_balance|kfd_userptr|kfd_rdma|tensor_slab) run_kfdsim "$t" || rc=1 ;;
+	gpu_proof)	# strixpeerctl gpu with the stand-in runtime: 6.12 and sid
+		case $(uname -r) in
+		6.12.*-amd64|7.*) run_gpu_proof || rc=1 ;;
+		*) gcase ok "$t" "# SKIP runs on 6.12 and sid" ;;
+		esac ;;
 	engines) run_tap engines tests/guest/engines-guest.sh "$sim" "$pdko" || rc=1 ;;	# UCX, Open MPI, gpu_import, amdkfd name
 	fuzz)	# tests/fuzz/: short seeded runs (SP_FUZZ_SEEDS, SP_FUZZ_SECONDS); make fuzz runs it long
 		if [ -z "$debug_kernel" ] && [ -z "$explicit" ]; then

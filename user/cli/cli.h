@@ -33,6 +33,9 @@ void print_peer_limit(const struct sp_config *cfg);
 /* monitor.c */
 int cmd_monitor(int argc, char **argv);
 extern const char monitor_usage[];
+/* gpu.c: ROCm's runtime through user/gpu/hiprt.c's table */
+int cmd_gpu(int argc, char **argv);
+extern const char gpu_usage[];
 /* bench.c: its own options ("bench --help"); the report follows -j */
 int cmd_bench(int argc, char **argv);
 

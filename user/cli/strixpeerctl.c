@@ -12,7 +12,7 @@
  *
  * This file is the dispatcher only, as iproute2's rdma.c: one file per
  * object (status.c, buf.c, stats.c, config.c, monitor.c, bench.c,
- * doctor/), util.c for what they share, print.c for the output.
+ * gpu.c, doctor/), util.c for what they share, print.c for the output.
  */
 #define _GNU_SOURCE
 #include <getopt.h>
@@ -47,6 +47,8 @@ static const struct cmd top_cmds[] = {
 	  monitor_usage },
 	{ "doctor", cmd_doctor, "what is wrong with this RDMA node [--rdma-test]", NULL },
 	{ "bench", cmd_bench, "[HOST] [--serve]: speed vs malloc, THP, hugetlb (--help)", NULL },
+	{ "gpu", cmd_gpu, "runtime | proof: ROCm's runtime; which fence each GPU route needs",
+	  gpu_usage },
 	{ "help", cmd_help, "this text", help_usage },
 	{ NULL, NULL, NULL, NULL },
 };

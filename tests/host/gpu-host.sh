@@ -1,0 +1,97 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# strixpeerctl gpu on the host, where no ROCm runtime is installed
+# (tests/run-all.sh runs it after 'make user' and hip-examples-check):
+# usage errors exit 2 naming the word; an absent runtime exits 4 naming
+# the files tried; a library lacking an entry point (tests/gpurt/
+# old-runtime.c, built here) exits 5 naming the symbol and the file;
+# user/gpu/hiprt.h's declarations compile against sid's ROCm headers
+# (tests/gpurt/abi-check.c) with every constant, size and offset checked.
+# The runtime found and used: tests/guest/gpu_proof.c with the stand-in
+# runtime, in the VM. Prints TAP.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+ctl=build/strixpeerctl
+out=build/gpu-host
+. tests/lib/tap.sh
+rm -rf "$out"
+mkdir -p "$out"
+
+# expect <name> <status> <stdout|stderr> <grep -E pattern> -- <args...>
+expect() {
+	local name=$1 want=$2 stream=$3 pattern=$4 rc
+	shift 5
+	"$ctl" "$@" > "$out/stdout" 2> "$out/stderr"; rc=$?
+	[ "$rc" -eq "$want" ] && grep -Eq -- "$pattern" "$out/$stream"
+	result $? "$name" "strixpeerctl $*: exit $rc, stdout '$(head -c 200 "$out/stdout")', stderr '$(head -c 300 "$out/stderr")'"
+}
+
+if [ ! -x "$ctl" ]; then
+	echo "TAP version 13"
+	echo "1..0 # SKIP needs build/strixpeerctl ('make user')"
+	exit 0
+fi
+unset STRIXPEER_HIP_LIB STRIXPEER_HSA_LIB
+
+# usage
+expect help 0 stdout '^usage: strixpeerctl \[-j\] gpu runtime \[--hip-lib FILE\] \[--hsa-lib FILE\]$' -- gpu help
+expect help_proof 0 stdout '^       strixpeerctl \[-j\] gpu proof \[--kinds LIST\]' -- gpu proof --help
+expect help_word 0 stdout '^usage: strixpeerctl \[-j\] gpu runtime' -- help gpu
+expect help_runtime 0 stdout '^exit status: 0 found, 1 no usable GPU \(proof: a cell never right, or no$' -- gpu runtime --help
+expect help_lists_gpu 0 stdout '^  gpu +runtime \| proof: ' -- help
+expect unknown_command 2 stderr 'unknown command "frob"; see "strixpeerctl gpu help"' -- gpu frob
+expect unknown_option 2 stderr 'runtime: unknown option "--frob", or it lacks its argument' -- gpu runtime --frob
+expect missing_argument 2 stderr 'runtime: unknown option "--hip-lib", or it lacks its argument' -- gpu runtime --hip-lib
+expect empty_file_name 2 stderr 'runtime: --hsa-lib needs a file name' -- gpu runtime --hsa-lib ''
+expect extra_argument 2 stderr 'unexpected argument "now"; see "strixpeerctl gpu help"' -- gpu runtime now
+expect runtime_refuses_proof_options 2 stderr 'runtime: unknown option "--size"' -- gpu runtime --size 4K
+expect proof_unknown_kind 2 stderr 'proof: --kinds: unknown name "vram"' -- gpu proof --kinds malloc,vram
+expect proof_unknown_route 2 stderr 'proof: --routes: unknown name "dma"' -- gpu proof --routes dma
+expect proof_unknown_direction 2 stderr 'proof: --directions: unknown name "up"' -- gpu proof --directions up
+expect proof_bad_size 2 stderr 'proof: --size takes a multiple of 4K up to 1G, not "5000"' -- gpu proof --size 5000
+expect proof_bad_repeat 2 stderr 'proof: --repeat takes a number from 1 to 1000, not "0"' -- gpu proof --repeat 0
+expect proof_same_devices 2 stderr 'proof: --local and --peer name the same device' -- gpu proof --local rxe0 --peer rxe0
+expect proof_extra 2 stderr 'unexpected argument "now"' -- gpu proof now
+expect json_usage_error 2 stderr 'unexpected argument "x"' -- -j gpu runtime x
+
+# absent
+if ldconfig -p 2> /dev/null | grep -Eq 'libamdhip64\.so(\.[67])? '; then
+	skip absent_default_names "this host has a libamdhip64 in ld.so's cache: the default search finds it"
+else
+	expect absent_default_names 4 stderr "ROCm's runtime is not installed: none of libamdhip64.so, libamdhip64.so.7, libamdhip64.so.6 loads \(STRIXPEER_HIP_LIB names another file\)" -- gpu runtime
+fi
+expect proof_absent 4 stderr "cannot load $PWD/$out/none.so" -- gpu proof --hip-lib "$PWD/$out/none.so"
+expect absent_option 4 stderr "cannot load $PWD/$out/none.so: .*No such file" -- gpu runtime --hip-lib "$PWD/$out/none.so"
+STRIXPEER_HIP_LIB=$PWD/$out/env.so expect absent_env 4 stderr "cannot load $PWD/$out/env.so: .*No such file" -- -j gpu runtime
+"$ctl" -j gpu runtime --hip-lib "$PWD/$out/none.so" > "$out/stdout" 2> /dev/null
+[ ! -s "$out/stdout" ]
+result $? absent_prints_no_json "stdout: '$(head -c 200 "$out/stdout")'"
+
+# too old: a library with some entry points and not others
+cc="${CC:-cc}"
+if $cc -std=gnu11 -Wall -Wextra -Werror -fPIC -shared -DSP_OLD_HIP -o "$out/libold-hip.so" \
+	tests/gpurt/old-runtime.c 2> "$out/cc.log" &&
+	$cc -std=gnu11 -Wall -Wextra -Werror -fPIC -shared -DSP_OLD_HSA -o "$out/libold-hsa.so" \
+	tests/gpurt/old-runtime.c 2>> "$out/cc.log"; then
+	result 0 fixtures_build
+	expect too_old_hip 5 stderr "$PWD/$out/libold-hip.so has no hipGetErrorString: the ROCm runtime is too old" \
+		-- gpu runtime --hip-lib "$PWD/$out/libold-hip.so" --hsa-lib "$PWD/$out/libold-hsa.so"
+	# the HSA library is loaded before any symbol is looked up
+	expect hsa_absent 4 stderr "cannot load $PWD/$out/nohsa.so" \
+		-- gpu runtime --hip-lib "$PWD/$out/libold-hip.so" --hsa-lib "$PWD/$out/nohsa.so"
+else
+	result 1 fixtures_build "$(cat "$out/cc.log")"
+fi
+
+# the declarations against ROCm's headers (hip-examples-check caches them)
+inc=$(ls -d "${STRIXPEER_CACHE:-$HOME/.cache/strixpeer}"/rocm-headers/*/root/usr/include 2> /dev/null |
+	sort -V | tail -n 1)
+if [ -z "$inc" ] || [ ! -f "$inc/hip/hip_runtime_api.h" ] || [ ! -f "$inc/hsa/hsa_ext_amd.h" ]; then
+	result 1 abi_matches_rocm_headers "no ROCm headers under \$STRIXPEER_CACHE/rocm-headers (tests/host/hip-examples-check.sh fetches them)"
+else
+	$cc -std=gnu11 -Wall -Wextra -Werror -D__HIP_PLATFORM_AMD__ -isystem "$inc" -Iuser \
+		-fsyntax-only tests/gpurt/abi-check.c > "$out/abi.log" 2>&1
+	result $? abi_matches_rocm_headers "$(head -c 600 "$out/abi.log")"
+fi
+finish

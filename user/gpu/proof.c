@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: MIT
+/*
+ * strixpeerctl gpu proof's engine: the memory kinds, the loopback pair
+ * (user/rdma/rc.h's queue pairs on two devices of this node) and the
+ * trials of the visibility matrix (proof.h says what each one does).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <infiniband/verbs.h>
+
+#include "gpu/proof.h"
+#include "rdma/rc.h"
+#include "strixpeer.h"
+
+#define GP_WAIT_MS	120000	/* one RDMA operation: generous for a loaded TCG guest */
+
+const char *const sp_gp_kind_names[SP_GP_NR_KINDS] = {
+	"malloc", "hip-malloc", "host-coherent", "host-noncoherent", "managed",
+	"fine-grained", "uncached", "sp-hostreg",
+};
+const char *const sp_gp_route_names[SP_GP_NR_ROUTES] = { "reg_mr", "sp_reg_mr" };
+const char *const sp_gp_dir_names[SP_GP_NR_DIRS] = { "gpu-write", "peer-write" };
+const char *const sp_gp_fence_names[SP_GP_NR_FENCES] = { "none", "stream", "device", "system" };
+
+/* One allocation of a kind under test. */
+struct gp_mem {
+	enum sp_gp_kind kind;
+	uint8_t *p;
+	size_t len;
+	struct sp_buf *buf;	/* sp-hostreg */
+	bool registered;	/* sp-hostreg: hipHostRegister()ed */
+};
+
+/* What a run holds: the runtime, the pair, the host buffers. */
+struct gp_ctx {
+	const struct sp_hiprt *rt;
+	const struct sp_gp_opts *o;
+	struct sp_dev *dev;		/* NULL: no strixpeer module */
+	char dev_reason[160];
+	struct sp_rc local, peer;
+	struct ibv_mr *peer_mr;
+	uint8_t *peer_buf, *src, *dst, *zeros;
+	sp_hip_stream stream;
+};
+
+static void gp_msg(char *err, size_t len, const char *what, const struct sp_hiprt *rt,
+		   sp_hip_err e)
+{
+	snprintf(err, len, "%s: %s", what, sp_hiprt_strerror(rt, e));
+}
+
+static int gp_alloc(struct gp_ctx *c, enum sp_gp_kind kind, struct gp_mem *m, char *why,
+		    size_t wl)
+{
+	const struct sp_hiprt *rt = c->rt;
+	size_t len = c->o->size;
+	void *p = NULL;
+	sp_hip_err e = 0;
+	const char *what = "";
+
+	memset(m, 0, sizeof(*m));
+	m->kind = kind;
+	m->len = len;
+	switch (kind) {
+	case SP_GP_MALLOC:
+		if (posix_memalign(&p, 4096, len)) {
+			snprintf(why, wl, "posix_memalign: out of memory");
+			return -ENOMEM;
+		}
+		break;
+	case SP_GP_HIP_MALLOC:
+		what = "hipMalloc";
+		e = rt->Malloc(&p, len);
+		break;
+	case SP_GP_HOST_COHERENT:
+		what = "hipHostMalloc(hipHostMallocCoherent)";
+		e = rt->HostMalloc(&p, len, SP_HIP_HOST_MALLOC_COHERENT);
+		break;
+	case SP_GP_HOST_NONCOHERENT:
+		what = "hipHostMalloc(hipHostMallocNonCoherent)";
+		e = rt->HostMalloc(&p, len, SP_HIP_HOST_MALLOC_NON_COHERENT);
+		break;
+	case SP_GP_MANAGED:
+		what = "hipMallocManaged";
+		e = rt->MallocManaged(&p, len, SP_HIP_MEM_ATTACH_GLOBAL);
+		break;
+	case SP_GP_FINE:
+		what = "hipExtMallocWithFlags(hipDeviceMallocFinegrained)";
+		e = rt->ExtMallocWithFlags(&p, len, SP_HIP_DEVICE_MALLOC_FINEGRAINED);
+		break;
+	case SP_GP_UNCACHED:
+		what = "hipExtMallocWithFlags(hipDeviceMallocUncached)";
+		e = rt->ExtMallocWithFlags(&p, len, SP_HIP_DEVICE_MALLOC_UNCACHED);
+		break;
+	case SP_GP_SP_HOSTREG:
+		if (!c->dev) {
+			snprintf(why, wl, "no strixpeer buffer: %s", c->dev_reason);
+			return -ENODEV;
+		}
+		if (sp_buf_alloc(c->dev, len, -1, 0, &m->buf) < 0) {
+			snprintf(why, wl, "sp_buf_alloc: %s", sp_errmsg());
+			return -ENOMEM;
+		}
+		p = sp_buf_addr(m->buf);
+		what = "hipHostRegister(hipHostRegisterMapped) of a strixpeer buffer";
+		e = rt->HostRegister(p, len, SP_HIP_HOST_REGISTER_MAPPED);
+		m->registered = !e;
+		break;
+	default:
+		return -EINVAL;
+	}
+	m->p = p;
+	if (e) {
+		gp_msg(why, wl, what, rt, e);
+		if (kind == SP_GP_SP_HOSTREG)
+			sp_buf_free(m->buf);
+		m->p = NULL;
+		return -EIO;
+	}
+	return 0;
+}
+
+static void gp_free(struct gp_ctx *c, struct gp_mem *m)
+{
+	const struct sp_hiprt *rt = c->rt;
+
+	if (!m->p)
+		return;
+	switch (m->kind) {
+	case SP_GP_MALLOC:
+		free(m->p);
+		break;
+	case SP_GP_HOST_COHERENT:
+	case SP_GP_HOST_NONCOHERENT:
+		rt->HostFree(m->p);
+		break;
+	case SP_GP_SP_HOSTREG:
+		if (m->registered)
+			rt->HostUnregister(m->p);
+		sp_buf_free(m->buf);
+		break;
+	default:
+		rt->Free(m->p);
+		break;
+	}
+	m->p = NULL;
+}
+
+/* The pair: the memory's device and the peer's, connected to each other. */
+static int gp_pair(struct gp_ctx *c, struct sp_gp_facts *f, char *why, size_t wl)
+{
+	struct ibv_qp_cap cap = { .max_send_wr = 16, .max_recv_wr = 4, .max_send_sge = 1,
+				  .max_recv_sge = 1 };
+	struct ibv_device **list;
+	const char *names[2] = { c->o->local_dev, c->o->peer_dev };
+	char auto_names[2][64] = { "", "" };
+	struct sp_rc_addr la, pa;
+	int n = 0, ret;
+
+	list = ibv_get_device_list(&n);
+	for (int i = 0, k = 0; list && i < n && k < 2; i++) {
+		const char *nm = ibv_get_device_name(list[i]);
+
+		if ((names[0] && !strcmp(nm, names[0])) || (names[1] && !strcmp(nm, names[1])))
+			continue;
+		snprintf(auto_names[k++], sizeof(auto_names[0]), "%s", nm);
+	}
+	if (list)
+		ibv_free_device_list(list);
+	if (!names[0])
+		names[0] = auto_names[0];
+	if (!names[1])
+		names[1] = names[0] == auto_names[0] ? auto_names[1] : auto_names[0];
+	if (!names[0][0] || !names[1][0]) {
+		snprintf(why, wl, "the loopback pair needs two RDMA devices on this node (found %d)", n);
+		return -ENODEV;
+	}
+	snprintf(f->local_dev, sizeof(f->local_dev), "%s", names[0]);
+	snprintf(f->peer_dev, sizeof(f->peer_dev), "%s", names[1]);
+	ret = sp_rc_open(&c->local, names[0], 1, 64, &cap, 0, why, wl);
+	if (!ret)
+		ret = sp_rc_open(&c->peer, names[1], 1, 64, &cap, 0, why, wl);
+	if (ret)
+		return ret;
+	sp_rc_local_addr(&c->local, 0x1000, &la);
+	sp_rc_local_addr(&c->peer, 0x2000, &pa);
+	ret = sp_rc_connect(&c->local, 0x1000, &pa, NULL, why, wl);
+	if (!ret)
+		ret = sp_rc_connect(&c->peer, 0x2000, &la, NULL, why, wl);
+	if (ret)
+		return ret;
+	c->peer_mr = ibv_reg_mr(c->peer.pd, c->peer_buf, c->o->size,
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+				IBV_ACCESS_REMOTE_WRITE);
+	if (!c->peer_mr) {
+		snprintf(why, wl, "ibv_reg_mr of the peer's buffer on %s: %s", names[1],
+			 strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* Register @m on the memory's device by @route: its rkey, or -errno. */
+static int gp_reg(struct gp_ctx *c, struct gp_mem *m, enum sp_gp_route route,
+		  struct ibv_mr **mr, struct sp_mr **smr, struct sp_gp_cell *cell)
+{
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+	static const char *const paths[] = { "", "plain", "dmabuf", "peerdirect" };
+	int ret;
+
+	if (route == SP_GP_REG_MR) {
+		*mr = ibv_reg_mr(c->local.pd, m->p, m->len, access);
+		if (!*mr) {
+			ret = -errno;
+			snprintf(cell->reason, sizeof(cell->reason), "ibv_reg_mr on %s: %s",
+				 c->local.name, strerror(errno));
+			return ret;
+		}
+		snprintf(cell->reg_path, sizeof(cell->reg_path), "ibv_reg_mr");
+		return 0;
+	}
+	if (!c->dev) {
+		snprintf(cell->reason, sizeof(cell->reason), "sp_reg_mr: %s", c->dev_reason);
+		return -ENODEV;
+	}
+	ret = sp_reg_mr(c->dev, c->local.pd, m->p, m->len, access, SP_REG_NO_CACHE, smr);
+	if (ret < 0) {
+		snprintf(cell->reason, sizeof(cell->reason), "sp_reg_mr: %s", sp_errmsg());
+		return ret;
+	}
+	*mr = sp_mr_ibv(*smr);
+	ret = sp_mr_path(*smr);
+	snprintf(cell->reg_path, sizeof(cell->reg_path), "%s",
+		 ret > 0 && ret < 4 ? paths[ret] : "?");
+	return 0;
+}
+
+static sp_hip_err gp_fence(const struct gp_ctx *c, enum sp_gp_fence f)
+{
+	sp_hip_err e = 0;
+
+	switch (f) {
+	case SP_GP_STREAM:
+		e = c->rt->StreamSynchronize(c->stream);
+		break;
+	case SP_GP_DEVICE:
+		e = c->rt->DeviceSynchronize();
+		break;
+	case SP_GP_SYSTEM:
+		e = c->rt->DeviceSynchronize();
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		break;
+	default:
+		break;
+	}
+	return e;
+}
+
+/*
+ * One trial: the first wrong byte's offset, -1 when all were right, or
+ * < -1 (-2 - errno-ish) when an operation failed (@why says which).
+ */
+static int64_t gp_trial(struct gp_ctx *c, struct gp_mem *m, uint32_t rkey, enum sp_gp_dir dir,
+			enum sp_gp_fence f, uint32_t seed, char *why, size_t wl)
+{
+	const struct sp_hiprt *rt = c->rt;
+	bool cpu = m->kind == SP_GP_MALLOC;
+	size_t len = m->len;
+	sp_hip_err e;
+
+	/* Start from zeros, with nothing outstanding. */
+	if ((e = rt->DeviceSynchronize()) ||
+	    (!cpu && (e = rt->Memcpy(m->p, c->zeros, len, SP_HIP_MEMCPY_HOST_TO_DEVICE)))) {
+		gp_msg(why, wl, "clearing the memory (hipMemcpy, hipDeviceSynchronize)", rt, e);
+		return -2;
+	}
+	if (cpu)
+		memset(m->p, 0, len);
+	if (dir == SP_GP_GPU_WRITE) {
+		memset(c->peer_buf, 0, len);
+		sp_rc_fill(c->src, len, 0, seed);
+		if (cpu)
+			memcpy(m->p, c->src, len);
+		else if ((e = rt->MemcpyAsync(m->p, c->src, len, SP_HIP_MEMCPY_HOST_TO_DEVICE,
+					      c->stream))) {
+			gp_msg(why, wl, "hipMemcpyAsync (the GPU's write)", rt, e);
+			return -2;
+		}
+		if ((e = gp_fence(c, f))) {
+			gp_msg(why, wl, sp_gp_fence_names[f], rt, e);
+			return -2;
+		}
+		if (sp_rc_rdma(&c->peer, IBV_WR_RDMA_READ, c->peer_mr, 0, (uintptr_t)m->p, rkey,
+			       (uint32_t)len, GP_WAIT_MS, why, wl))
+			return -2;
+		return sp_rc_verify(c->peer_buf, len, 0, seed);
+	}
+	sp_rc_fill(c->peer_buf, len, 0, seed);
+	memset(c->dst, 0, len);
+	if (sp_rc_rdma(&c->peer, IBV_WR_RDMA_WRITE, c->peer_mr, 0, (uintptr_t)m->p, rkey,
+		       (uint32_t)len, GP_WAIT_MS, why, wl))
+		return -2;
+	if ((e = gp_fence(c, f))) {
+		gp_msg(why, wl, sp_gp_fence_names[f], rt, e);
+		return -2;
+	}
+	if (cpu) {
+		memcpy(c->dst, m->p, len);
+	} else if ((e = rt->MemcpyAsync(c->dst, m->p, len, SP_HIP_MEMCPY_DEVICE_TO_HOST, c->stream)) ||
+		   (e = rt->StreamSynchronize(c->stream))) {
+		gp_msg(why, wl, "hipMemcpyAsync, hipStreamSynchronize (the GPU's read)", rt, e);
+		return -2;
+	}
+	return sp_rc_verify(c->dst, len, 0, seed);
+}
+
+/* The verdict: the weakest fence right every time, with every stronger one. */
+static void gp_verdict(struct sp_gp_cell *cell)
+{
+	bool all_after = true;
+
+	cell->weakest = -1;
+	for (int f = SP_GP_NR_FENCES - 1; f >= 0; f--) {
+		bool right = cell->runs[f] && cell->ok[f] == cell->runs[f];
+
+		if (right && all_after)
+			cell->weakest = f;
+		if (!right)
+			all_after = false;
+		if (right && !all_after)
+			cell->inconsistent = true;
+	}
+}
+
+static void gp_cell(struct gp_ctx *c, struct gp_mem *m, struct sp_gp_cell *cell)
+{
+	struct ibv_mr *mr = NULL;
+	struct sp_mr *smr = NULL;
+	char why[256];
+
+	for (int f = 0; f < SP_GP_NR_FENCES; f++)
+		cell->first_bad[f] = -1;
+	if (gp_reg(c, m, cell->route, &mr, &smr, cell))
+		return;
+	cell->available = true;
+	for (unsigned int r = 0; r < c->o->repeat && cell->available; r++) {
+		for (int f = 0; f < SP_GP_NR_FENCES; f++) {
+			uint32_t seed = 0x9e3779b9u * (r * SP_GP_NR_FENCES + f + 1) + cell->dir;
+			int64_t bad = gp_trial(c, m, mr->rkey, cell->dir, f, seed, why, sizeof(why));
+
+			if (bad < -1) {
+				cell->available = false;
+				snprintf(cell->reason, sizeof(cell->reason), "%s", why);
+				break;
+			}
+			cell->runs[f]++;
+			if (bad == -1)
+				cell->ok[f]++;
+			else if (cell->first_bad[f] < 0)
+				cell->first_bad[f] = bad;
+		}
+	}
+	if (smr)
+		sp_dereg_mr(smr);
+	else if (mr)
+		ibv_dereg_mr(mr);
+	gp_verdict(cell);
+}
+
+static void gp_close(struct gp_ctx *c)
+{
+	if (c->peer_mr)
+		ibv_dereg_mr(c->peer_mr);
+	sp_rc_close(&c->local);
+	sp_rc_close(&c->peer);
+	if (c->stream)
+		c->rt->StreamDestroy(c->stream);
+	if (c->dev)
+		sp_dev_close(c->dev);
+	free(c->peer_buf);
+	free(c->src);
+	free(c->dst);
+	free(c->zeros);
+}
+
+int sp_gp_run(const struct sp_hiprt *rt, const struct sp_gp_opts *o, struct sp_gp_result *res,
+	      char *err, size_t errlen)
+{
+	struct gp_ctx c = { .rt = rt, .o = o };
+	void *bufs[4] = { NULL };
+	sp_hip_err e;
+	int ret = 0;
+
+	memset(res, 0, sizeof(*res));
+	sp_gp_facts(rt, &res->facts);
+	if ((e = rt->SetDevice(0)) || (e = rt->StreamCreate(&c.stream))) {
+		gp_msg(err, errlen, "hipSetDevice(0), hipStreamCreate", rt, e);
+		return -EIO;
+	}
+	for (int i = 0; i < 4; i++)
+		if (posix_memalign(&bufs[i], 4096, o->size)) {
+			snprintf(err, errlen, "out of memory for %zu-byte host buffers", o->size);
+			ret = -ENOMEM;
+		}
+	c.peer_buf = bufs[0];
+	c.src = bufs[1];
+	c.dst = bufs[2];
+	c.zeros = bufs[3];
+	if (ret)
+		goto out;
+	memset(c.zeros, 0, o->size);
+	if (sp_dev_open(NULL, &c.dev) < 0) {
+		c.dev = NULL;
+		snprintf(c.dev_reason, sizeof(c.dev_reason), "%s", sp_errmsg());
+	}
+	e = gp_pair(&c, &res->facts, res->rdma_reason, sizeof(res->rdma_reason));
+	sp_gp_facts(rt, &res->facts);	/* again: now the NICs are known */
+	if (e)
+		goto out;
+	for (int k = 0; k < SP_GP_NR_KINDS; k++) {
+		struct gp_mem m;
+		char why[200] = "";
+		int aret;
+
+		if (!(o->kinds & (1U << k)))
+			continue;
+		if (o->progress) {
+			char msg[96];
+
+			snprintf(msg, sizeof(msg), "gpu proof: %s", sp_gp_kind_names[k]);
+			o->progress(msg);
+		}
+		aret = gp_alloc(&c, k, &m, why, sizeof(why));
+		for (int r = 0; r < SP_GP_NR_ROUTES; r++) {
+			for (int d = 0; d < SP_GP_NR_DIRS; d++) {
+				struct sp_gp_cell *cell = &res->cells[res->ncells];
+
+				if (!(o->routes & (1U << r)) || !(o->dirs & (1U << d)))
+					continue;
+				res->ncells++;
+				cell->kind = k;
+				cell->route = r;
+				cell->dir = d;
+				cell->weakest = -1;
+				if (aret) {
+					snprintf(cell->reason, sizeof(cell->reason), "%s", why);
+					continue;
+				}
+				gp_cell(&c, &m, cell);
+			}
+		}
+		gp_free(&c, &m);
+	}
+out:
+	gp_close(&c);
+	return ret;
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * strixpeerctl gpu proof's engine (proof.c, the node's facts in facts.c):
+ * the visibility matrix of issue 47 over a loopback pair of this node's
+ * RDMA devices. For every memory kind x registration route x direction,
+ * each repetition runs one trial per fence:
+ *
+ *   gpu-write:  the GPU writes a pattern (hipMemcpyAsync from host memory)
+ *               -> fence -> the peer RDMA READs the memory, every byte
+ *               compared;
+ *   peer-write: the peer RDMA WRITEs a pattern -> fence -> the GPU reads it
+ *               (hipMemcpyAsync to host memory, hipStreamSynchronize),
+ *               every byte compared;
+ *
+ * fences, weakest first: none, stream (hipStreamSynchronize), device
+ * (hipDeviceSynchronize), system (hipDeviceSynchronize, then a sequentially
+ * consistent CPU fence). A cell's verdict is the weakest fence after which
+ * every repetition was right, and stayed right with every stronger one.
+ *
+ * The "peer" is the second device's queue pair in this process; the memory
+ * under test is registered on the first device's PD (ibv_reg_mr(), or
+ * libstrixpeer's sp_reg_mr()).
+ */
+#ifndef SP_GPU_PROOF_H
+#define SP_GPU_PROOF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/hiprt.h"
+
+enum sp_gp_kind {
+	SP_GP_MALLOC,		/* host baseline: the CPU writes and reads */
+	SP_GP_HIP_MALLOC,	/* hipMalloc */
+	SP_GP_HOST_COHERENT,	/* hipHostMalloc(hipHostMallocCoherent) */
+	SP_GP_HOST_NONCOHERENT,	/* hipHostMalloc(hipHostMallocNonCoherent) */
+	SP_GP_MANAGED,		/* hipMallocManaged(hipMemAttachGlobal) */
+	SP_GP_FINE,		/* hipExtMallocWithFlags(hipDeviceMallocFinegrained) */
+	SP_GP_UNCACHED,		/* hipExtMallocWithFlags(hipDeviceMallocUncached) */
+	SP_GP_SP_HOSTREG,	/* a strixpeer buffer, hipHostRegister()ed */
+	SP_GP_NR_KINDS
+};
+
+enum sp_gp_route { SP_GP_REG_MR, SP_GP_SP_REG_MR, SP_GP_NR_ROUTES };
+enum sp_gp_dir { SP_GP_GPU_WRITE, SP_GP_PEER_WRITE, SP_GP_NR_DIRS };
+enum sp_gp_fence { SP_GP_NONE, SP_GP_STREAM, SP_GP_DEVICE, SP_GP_SYSTEM, SP_GP_NR_FENCES };
+
+extern const char *const sp_gp_kind_names[SP_GP_NR_KINDS];
+extern const char *const sp_gp_route_names[SP_GP_NR_ROUTES];
+extern const char *const sp_gp_dir_names[SP_GP_NR_DIRS];
+extern const char *const sp_gp_fence_names[SP_GP_NR_FENCES];
+
+struct sp_gp_opts {
+	size_t size;		/* bytes per trial, a multiple of 4 KiB */
+	unsigned int repeat;	/* trials per fence */
+	unsigned int kinds;	/* bit per enum sp_gp_kind */
+	unsigned int routes;	/* bit per enum sp_gp_route */
+	unsigned int dirs;	/* bit per enum sp_gp_dir */
+	const char *local_dev;	/* verbs device of the memory (NULL: the first) */
+	const char *peer_dev;	/* the peer's (NULL: the next one) */
+	void (*progress)(const char *msg);	/* NULL: quiet */
+};
+
+struct sp_gp_cell {
+	enum sp_gp_kind kind;
+	enum sp_gp_route route;
+	enum sp_gp_dir dir;
+	bool available;
+	char reason[256];	/* why not available */
+	char reg_path[16];	/* how the route registered it */
+	unsigned int ok[SP_GP_NR_FENCES], runs[SP_GP_NR_FENCES];
+	int64_t first_bad[SP_GP_NR_FENCES];	/* first wrong byte seen, or -1 */
+	int weakest;		/* enum sp_gp_fence, or -1: never right */
+	bool inconsistent;	/* a weaker fence was right where a stronger was not */
+};
+
+struct sp_gp_facts {
+	char kernel[128];
+	char local_dev[64], peer_dev[64];
+	char local_fw[64], peer_fw[64];
+	char iommu[160];	/* the default domain type and the command line's iommu words */
+	char perfopt[64];	/* "armed", "not seen", or why unknown */
+	long long gtt_bytes;	/* amdgpu's GTT size, -1 unknown */
+	char hip_version[32];
+	char hip_library[256];
+	char gpu[256];
+};
+
+struct sp_gp_result {
+	struct sp_gp_facts facts;
+	struct sp_gp_cell cells[SP_GP_NR_KINDS * SP_GP_NR_ROUTES * SP_GP_NR_DIRS];
+	unsigned int ncells;
+	char rdma_reason[256];	/* the loopback pair could not be made: why */
+};
+
+/*
+ * Runs the matrix with @rt (a filled table). Return: 0 (the cells say what
+ * was found; rdma_reason non-empty when no RDMA could run), or -errno with
+ * @err saying why nothing could run.
+ */
+int sp_gp_run(const struct sp_hiprt *rt, const struct sp_gp_opts *o, struct sp_gp_result *res,
+	      char *err, size_t errlen);
+
+/* facts.c: the node's facts that change the result. */
+void sp_gp_facts(const struct sp_hiprt *rt, struct sp_gp_facts *f);
+
+#endif /* SP_GPU_PROOF_H */
