@@ -158,18 +158,31 @@ static struct rdma_cm_id *connect_to(struct rdma_addrinfo *res, struct ibv_qp_in
 	static struct slab_addr me;
 	struct rdma_cm_id *id;
 
-	for (int i = 0; i < 100; i++, usleep(100000)) {
-		if (rdma_create_ep(&id, res, NULL, qa))
-			continue;	/* e.g. ENOENT: the address not resolved yet */
+	/* rank 1 may not listen yet (rejected: ECONNREFUSED): retry for 60 s */
+	for (int i = 0; i < 600; i++, usleep(100000)) {
+		/*
+		 * A fresh copy each time: rdma_create_qp() writes the CQs it
+		 * made into the attributes it is given, and rdma_destroy_ep()
+		 * destroys them - reused, the next QP would name dead CQs.
+		 */
+		struct ibv_qp_init_attr a = *qa;
+
+		if (rdma_create_ep(&id, res, NULL, &a)) {
+			if (!i)
+				fprintf(stderr, "rank 0: %m; retrying\n");
+			continue;
+		}
 		*mr = reg_slab(id, buf, &me);
 		post_recvs(id, *mr, sp_buf_addr(buf), flag);
 		cp->private_data = &me;
 		if (!rdma_connect(id, cp))
 			return id;
+		if (!i)
+			fprintf(stderr, "rank 0: rank 1 not listening yet (%m); retrying\n");
 		ibv_dereg_mr(*mr);
 		rdma_destroy_ep(id);
 	}
-	DIE("tensor_slab: no connection to rank 1 within 10 s: %m");
+	DIE("tensor_slab: no connection to rank 1 within 60 s: %m");
 }
 
 int main(int argc, char **argv)

@@ -122,13 +122,15 @@ static pid_t rank(char *const *argv, int *out)
 }
 
 /*
- * Reads rank 1's output until it says it is listening (rdma_listen() done),
- * up to @secs: rank 0 starts only then, so its one connection attempt meets
- * a listener (a rejected attempt's retry in the same process fails, see
- * docs/testing.md). Keeps what it read in @text for finish(). 0 when rank 1
- * listens; -1, with what it printed and whether it exited, when not.
+ * Reads a rank's output until it prints @what, up to @secs: rank 1's
+ * "listening on" (rdma_listen() done) before rank 0 starts, or rank 0's
+ * "retrying" (its first connection was refused) before rank 1 starts in
+ * the case that proves the retry. Keeps what it read in @text for
+ * finish(). 0 when seen; -1, with what it printed and whether it exited,
+ * when not.
  */
-static int wait_listening(pid_t pid, int out, char *text, size_t size, int secs)
+static int wait_for(pid_t pid, int out, const char *what, const char *who, char *text,
+		    size_t size, int secs)
 {
 	struct timespec t0, now;
 	size_t len = 0;
@@ -140,7 +142,7 @@ static int wait_listening(pid_t pid, int out, char *text, size_t size, int secs)
 		struct pollfd p = { .fd = out, .events = POLLIN };
 		ssize_t n;
 
-		if (strstr(text, "listening on"))
+		if (strstr(text, what))
 			return 0;
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (now.tv_sec - t0.tv_sec >= secs || len + 1 >= size)
@@ -151,11 +153,11 @@ static int wait_listening(pid_t pid, int out, char *text, size_t size, int secs)
 			continue;
 		n = read(out, text + len, size - 1 - len);
 		if (n <= 0)
-			break;	/* rank 1 closed its output: it exited */
+			break;	/* the rank closed its output: it exited */
 		len += (size_t)n;
 		text[len] = '\0';
 	}
-	tap_diag("rank 1 not listening after %lld s (%s); it printed: %s",
+	tap_diag("%s did not print \"%s\" in %lld s (%s); it printed: %s", who, what,
 		 (long long)(now.tv_sec - t0.tv_sec),
 		 waitpid(pid, &status, WNOHANG) == pid ? "exited" : "still running",
 		 len ? text : "nothing");
@@ -192,13 +194,19 @@ static int finish(pid_t pid, int out, const char *seen, const char *who, int sec
 	return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-static void allreduce(int import, const char *port)
+/*
+ * Both ranks on @port, the GPU reaching the slab as a userptr or (@import)
+ * through the dma-buf import. Rank 1 first, rank 0 once it listens; with
+ * @rank0_first, rank 0 first and rank 1 once rank 0 was refused and says it
+ * retries (the example's retry after a rejection).
+ */
+static void allreduce(int import, const char *port, int rank0_first)
 {
 	/* 4 Mi floats (16 MiB tensors, a 32 MiB slab); 256 Ki on debug kernels */
 	const char *elems = tap_debug_kernel() ? "262144" : "4194304";
 	char *const r1[] = { "tensor_slab", "-l", "198.18.0.2", (char *)port, (char *)elems, NULL };
 	char *const r0[] = { "tensor_slab", "198.18.0.2", (char *)port, (char *)elems, NULL };
-	char seen[4096];
+	char seen[4096], seen0[4096] = "";
 	struct sp_stats s;
 	int o1, o0, rc1, rc0;
 	pid_t p1, p0;
@@ -207,13 +215,23 @@ static void allreduce(int import, const char *port)
 	if (access("/sys/class/infiniband/rxe1", F_OK))
 		SKIP("verbs device rxe1 not present (Soft-RoCE not set up)");
 	gpu_import = import;
-	p1 = rank(r1, &o1);
-	if (wait_listening(p1, o1, seen, sizeof(seen), 300)) {
-		finish(p1, o1, "", "rank 1", 0);
-		CHECK(0, "rank 1 never listened: rank 0 not started");
+	seen[0] = '\0';
+	if (rank0_first) {
+		p0 = rank(r0, &o0);
+		if (wait_for(p0, o0, "retrying", "rank 0", seen0, sizeof(seen0), 300)) {
+			finish(p0, o0, seen0, "rank 0", 0);
+			CHECK(0, "rank 0 never said it retries: rank 1 not started");
+		}
+		p1 = rank(r1, &o1);
+	} else {
+		p1 = rank(r1, &o1);
+		if (wait_for(p1, o1, "listening on", "rank 1", seen, sizeof(seen), 300)) {
+			finish(p1, o1, seen, "rank 1", 0);
+			CHECK(0, "rank 1 never listened: rank 0 not started");
+		}
+		p0 = rank(r0, &o0);
 	}
-	p0 = rank(r0, &o0);
-	rc0 = finish(p0, o0, "", "rank 0", 300);
+	rc0 = finish(p0, o0, seen0, "rank 0", 300);
 	rc1 = finish(p1, o1, seen, "rank 1", rc0 ? 0 : 300);	/* alone, rank 1 waits forever */
 	CHECK(rc0 == 0 && rc1 == 0, "rank 0 exited %d, rank 1 %d", rc0, rc1);
 	/* an import's last dma-buf reference may go from a worker (delayed fput) */
@@ -228,17 +246,23 @@ static void allreduce(int import, const char *port)
 
 static void allreduce_gpu_userptr(void)
 {
-	allreduce(0, "13390");
+	allreduce(0, "13390", 0);
 }
 
 static void allreduce_gpu_dmabuf_import(void)
 {
-	allreduce(1, "13391");
+	allreduce(1, "13391", 0);
+}
+
+static void rank0_first_retries(void)
+{
+	allreduce(0, "13392", 1);
 }
 
 static const struct tap_case cases[] = {
 	TAP_CASE_T(allreduce_gpu_userptr, 600),
 	TAP_CASE_T(allreduce_gpu_dmabuf_import, 600),
+	TAP_CASE_T(rank0_first_retries, 600),
 };
 
 TAP_MAIN(cases)
