@@ -313,7 +313,7 @@ $(GPUALLOC_SO): tests/preload/gpualloc.c $(DRM_HDR) $(DRM_A) | $(B)/tests
 # sp_gpusim and sp_kfdsim (test only, never installed).
 GPURT_SO := $(B)/tests/libspgpurt.so
 user: $(GPURT_SO)
-$(GPURT_SO): tests/gpurt/standin.c tests/kmod/gpusim_uapi.h tests/kmod/kfdsim_uapi.h $(DRM_HDR) \
+$(GPURT_SO): tests/gpurt/standin.c user/gpu/hiprt.h tests/kmod/gpusim_uapi.h tests/kmod/kfdsim_uapi.h $(DRM_HDR) \
 		$(DRM_A) | $(B)/tests
 	$(CC) $(CFLAGS) $(SP_CFLAGS) -Iuser -fPIC -shared -fvisibility=hidden -Wl,-z,defs \
 		-o $@ $< $(DRM_A)

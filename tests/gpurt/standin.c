@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "drm/spdrm.h"
+#include "gpu/hiprt.h"	/* ROCm's ABI: checked against its headers */
 #include "../kmod/gpusim_uapi.h"
 #include "../kmod/kfdsim_uapi.h"
 
@@ -396,39 +397,18 @@ SP_EXPORT int hipHostUnregister(void *p)
 	return E_OK;
 }
 
-/* hipExternalMemoryHandleDesc / BufferDesc as ROCm lays them out */
-struct ext_handle_desc {
-	int type;
-	union {
-		int fd;
-		struct {
-			void *handle;
-			const void *name;
-		} win32;
-	} handle;
-	unsigned long long size;
-	unsigned int flags;
-	unsigned int reserved[16];
-};
-
-struct ext_buffer_desc {
-	unsigned long long offset, size;
-	unsigned int flags;
-	unsigned int reserved[16];
-};
-
 struct extmem {
 	int kfd;
 	int fd;
 	unsigned long long size;
 };
 
-SP_EXPORT int hipImportExternalMemory(void **out, const struct ext_handle_desc *d)
+SP_EXPORT int hipImportExternalMemory(void **out, const struct sp_hip_extmem_handle_desc *d)
 {
 	struct sp_kfdsim_import imp = { 0 };
 	struct extmem *m;
 
-	if (!out || !d || d->type != 1 || d->handle.fd < 0 || !d->size)
+	if (!out || !d || d->type != SP_HIP_EXT_MEM_OPAQUE_FD || d->handle.fd < 0 || !d->size)
 		return E_INVALID_VALUE;
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -451,7 +431,7 @@ SP_EXPORT int hipImportExternalMemory(void **out, const struct ext_handle_desc *
 }
 
 SP_EXPORT int hipExternalMemoryGetMappedBuffer(void **out, void *mem,
-					       const struct ext_buffer_desc *d)
+					       const struct sp_hip_extmem_buffer_desc *d)
 {
 	struct extmem *m = mem;
 	struct alloc *a;
