@@ -151,14 +151,14 @@ void sp_link_other_event(struct sp_link *l, struct rdma_cm_event *ev)
 }
 
 /*
- * Wait for @id's next event. It is @want: 0 (the event acked, or in @keep).
- * Another one for @id: 1 with it in @keep, else -ECONNABORTED. Other ids'
- * events go to sp_link_other_event().
+ * Wait for @id's next event until @deadline. It is @want: 0 (the event acked,
+ * or in @keep). Another one for @id: 1 with it in @keep, else -ECONNABORTED.
+ * Other ids' events go to sp_link_other_event().
  */
-static int wait_event(struct sp_link *l, struct rdma_cm_id *id, enum rdma_cm_event_type want,
-		      struct rdma_cm_event **keep, const char *what, char *why, size_t len)
+static int wait_event_until(struct sp_link *l, struct rdma_cm_id *id,
+			    enum rdma_cm_event_type want, struct rdma_cm_event **keep,
+			    const char *what, int64_t deadline, char *why, size_t len)
 {
-	int64_t deadline = sp_link_now_ms() + l->timeout_ms;
 	struct rdma_cm_event *ev;
 
 	for (;;) {
@@ -190,6 +190,14 @@ static int wait_event(struct sp_link *l, struct rdma_cm_id *id, enum rdma_cm_eve
 		rdma_ack_cm_event(ev);
 		return -ECONNABORTED;
 	}
+}
+
+/* wait_event_until() bounded by l->timeout_ms from now */
+static int wait_event(struct sp_link *l, struct rdma_cm_id *id, enum rdma_cm_event_type want,
+		      struct rdma_cm_event **keep, const char *what, char *why, size_t len)
+{
+	return wait_event_until(l, id, want, keep, what, sp_link_now_ms() + l->timeout_ms,
+				why, len);
 }
 
 int sp_link_post_recv(struct sp_link *l, unsigned int slot, char *why, size_t len)
@@ -370,6 +378,57 @@ fail:
 	return ret == -ETIMEDOUT ? -ECONNABORTED : ret;
 }
 
+/*
+ * A new id in *@idp, its address resolved from @src to @dst within
+ * l->timeout_ms. ib_core's resolution misses a neighbour's reply that comes
+ * before its request is queued, and then sleeps its whole timeout before it
+ * looks again: the first connection to a fresh neighbour hits that on a fast
+ * link (veth, a back-to-back cable). So the kernel is given
+ * SP_LINK_ADDR_TRY_MS per try, and a try that ran out is made again on a new
+ * id until l->timeout_ms. -ENOTCONN (errno kept) when librdmacm refused it.
+ */
+static int resolve_addr(struct sp_link *l, struct rdma_cm_id **idp, struct sockaddr *src,
+			struct sockaddr *dst, char *why, size_t len)
+{
+	int64_t deadline = sp_link_now_ms() + l->timeout_ms;
+	struct rdma_cm_event *ev;
+	int ret, left;
+
+	for (;;) {
+		left = sp_link_left_ms(deadline);
+		if (rdma_create_id(l->ch, idp, l, RDMA_PS_TCP) ||
+		    rdma_resolve_addr(*idp, src, dst, left < SP_LINK_ADDR_TRY_MS ?
+				      (left > 0 ? left : 1) : SP_LINK_ADDR_TRY_MS)) {
+			if (!errno)
+				errno = EIO;
+			return -ENOTCONN;
+		}
+		ret = wait_event_until(l, *idp, RDMA_CM_EVENT_ADDR_RESOLVED, &ev,
+				       "address resolution", deadline, why, len);
+		if (ret <= 0) {
+			if (!ret)
+				rdma_ack_cm_event(ev);
+			return ret;
+		}
+		if (ev->event != RDMA_CM_EVENT_ADDR_ERROR || ev->status != -ETIMEDOUT ||
+		    sp_link_left_ms(deadline) <= 0) {
+			ret = ev->status == -ETIMEDOUT ? -ETIMEDOUT : -ECONNABORTED;
+			if (ret == -ETIMEDOUT)
+				snprintf(why, len, "no address resolution from %s within %d s",
+					 l->peer, l->timeout_ms / 1000);
+			else
+				snprintf(why, len, "%s: expected address resolution, got %s (%s)",
+					 l->peer, rdma_event_str(ev->event),
+					 strerror(ev->status < 0 ? -ev->status : EIO));
+			rdma_ack_cm_event(ev);
+			return ret;
+		}
+		rdma_ack_cm_event(ev);
+		rdma_destroy_id(*idp);
+		*idp = NULL;
+	}
+}
+
 /* A new id on @l's channel, its address and route resolved to @host @port. */
 static int resolve(struct sp_link *l, struct rdma_cm_id **idp, const char *host,
 		   const char *port, const char *src, char *why, size_t len)
@@ -396,18 +455,15 @@ static int resolve(struct sp_link *l, struct rdma_cm_id **idp, const char *host,
 		}
 		sa = (struct sockaddr *)&sin;
 	}
-	ret = rdma_create_id(l->ch, idp, l, RDMA_PS_TCP);
-	if (!ret)
-		ret = rdma_resolve_addr(*idp, sa ? sa : res->ai_src_addr, res->ai_dst_addr,
-					l->timeout_ms);
-	rdma_freeaddrinfo(res);
-	if (ret) {
-		ret = -(errno ? errno : EIO);
+	ret = resolve_addr(l, idp, sa ? sa : res->ai_src_addr, res->ai_dst_addr, why, len);
+	if (ret == -ENOTCONN) {
+		ret = -errno;
+		rdma_freeaddrinfo(res);
 		snprintf(why, len, "cannot reach the %s server at %s: no route from %s: %s (is rdma_ucm loaded?)",
 			 short_name(l->tool), l->peer, src ? src : "any address", strerror(-ret));
 		return ret;
 	}
-	ret = wait_event(l, *idp, RDMA_CM_EVENT_ADDR_RESOLVED, NULL, "address resolution", why, len);
+	rdma_freeaddrinfo(res);
 	if (!ret && rdma_resolve_route(*idp, l->timeout_ms)) {
 		ret = -(errno ? errno : EIO);
 		snprintf(why, len, "no route: rdma_resolve_route: %s", strerror(-ret));

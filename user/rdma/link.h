@@ -46,6 +46,7 @@
 #define SP_LINK_TEXT_LEN	180
 #define SP_LINK_NRECV		4		/* control receives kept posted */
 #define SP_LINK_WAIT_MS		30000		/* default bound of every wait */
+#define SP_LINK_ADDR_TRY_MS	1000		/* one try of address resolution */
 
 /* Default ports: bench keeps perftest's; doctor has its own. */
 #define SP_LINK_PORT_BENCH	"18515"
