@@ -16,19 +16,8 @@ ctl=$PWD/build/strixpeerctl
 export STRIXPEER_HIP_LIB=$PWD/build/tests/libspgpurt.so STRIXPEER_HSA_LIB=$PWD/build/tests/libspgpurt.so
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0 fail=0
-ok() {	# ok <name> <command...>
-	local name=$1
-	shift
-	n=$((n + 1))
-	if "$@" > "$tmp/out.$n" 2>&1; then
-		echo "ok $n $name"
-	else
-		echo "not ok $n $name"
-		sed 's/^/# /' "$tmp/out.$n" | tail -n 25
-		fail=1
-	fi
-}
+# shellcheck source=tests/lib/tap-run.sh
+. tests/lib/tap-run.sh
 echo "TAP version 13"
 if [ ! -e /sys/module/sp_gpusim ] || [ ! -e /dev/sp_kfdsim ]; then
 	echo "1..0 # SKIP needs sp_gpusim and sp_kfdsim loaded (tests/vm/guest-suite.sh loads them)"
