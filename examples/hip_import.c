@@ -67,9 +67,15 @@ int main(int argc, char **argv)
 
 	memset(&desc, 0, sizeof(desc));
 	desc.type = hipExternalMemoryHandleTypeOpaqueFd;
-	desc.handle.fd = fd;	/* HIP owns the fd from here on */
+	desc.handle.fd = fd;
 	desc.size = len;
 	HIP(hipImportExternalMemory(&ext, &desc));
+	/*
+	 * Unlike CUDA's, ROCm's import does not take the fd: it holds the
+	 * dma-buf itself (hsa_amd_interop_map_buffer()), so the fd is still
+	 * ours to close. Vulkan's import, in examples/vulkan_import.c, does take it.
+	 */
+	close(fd);
 	memset(&bdesc, 0, sizeof(bdesc));
 	bdesc.offset = 0;
 	bdesc.size = len;
