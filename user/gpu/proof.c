@@ -22,7 +22,7 @@ const char *const sp_gp_kind_names[SP_GP_NR_KINDS] = {
 	"malloc", "hip-malloc", "host-coherent", "host-noncoherent", "managed",
 	"fine-grained", "uncached", "sp-hostreg",
 };
-const char *const sp_gp_route_names[SP_GP_NR_ROUTES] = { "reg_mr", "sp_reg_mr" };
+const char *const sp_gp_route_names[SP_GP_NR_ROUTES] = { "reg_mr", "sp_reg_mr", "staged" };
 const char *const sp_gp_dir_names[SP_GP_NR_DIRS] = { "gpu-write", "peer-write" };
 const char *const sp_gp_fence_names[SP_GP_NR_FENCES] = { "none", "stream", "device", "system" };
 
@@ -44,7 +44,10 @@ struct gp_ctx {
 	struct sp_rc local, peer;
 	struct ibv_mr *peer_mr;
 	uint8_t *peer_buf, *src, *dst, *zeros;
-	sp_hip_stream stream;
+	sp_hip_stream stream;		/* non-blocking (proof.h says why) */
+	uint8_t *stage;			/* staged: hipHostMalloc()ed, or NULL */
+	struct ibv_mr *stage_mr;	/* staged: its MR on the memory's device */
+	char stage_reason[200];		/* staged: why not */
 };
 
 static void gp_msg(char *err, size_t len, const char *what, const struct sp_hiprt *rt,
@@ -212,6 +215,16 @@ static int gp_reg(struct gp_ctx *c, struct gp_mem *m, enum sp_gp_route route,
 	static const char *const paths[] = { "", "plain", "dmabuf", "peerdirect" };
 	int ret;
 
+	if (route == SP_GP_STAGED) {
+		/* the memory stays unregistered: the staging buffer is */
+		if (!c->stage_mr) {
+			snprintf(cell->reason, sizeof(cell->reason), "%s", c->stage_reason);
+			return -ENODEV;
+		}
+		*mr = c->stage_mr;
+		snprintf(cell->reg_path, sizeof(cell->reg_path), "staged");
+		return 0;
+	}
 	if (route == SP_GP_REG_MR) {
 		*mr = ibv_reg_mr(c->local.pd, m->p, m->len, access);
 		if (!*mr) {
@@ -260,26 +273,53 @@ static sp_hip_err gp_fence(const struct gp_ctx *c, enum sp_gp_fence f)
 	return e;
 }
 
+/* staged: the copy between the memory and the staging buffer (hipMemcpy). */
+static int gp_stage_copy(struct gp_ctx *c, struct gp_mem *m, bool to_stage, char *why,
+			 size_t wl)
+{
+	sp_hip_err e;
+
+	if (to_stage)
+		e = c->rt->Memcpy(c->stage, m->p, m->len, SP_HIP_MEMCPY_DEFAULT);
+	else
+		e = c->rt->Memcpy(m->p, c->stage, m->len, SP_HIP_MEMCPY_DEFAULT);
+	if (e) {
+		gp_msg(why, wl, to_stage ? "hipMemcpy into the staging buffer" :
+		       "hipMemcpy from the staging buffer", c->rt, e);
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * One trial: the first wrong byte's offset, -1 when all were right, or
- * < -1 (-2 - errno-ish) when an operation failed (@why says which).
+ * < -1 (-2 - errno-ish) when an operation failed (@why says which). @mr is
+ * the memory's MR, or on the route "staged" the staging buffer's.
  */
-static int64_t gp_trial(struct gp_ctx *c, struct gp_mem *m, uint32_t rkey, enum sp_gp_dir dir,
-			enum sp_gp_fence f, uint32_t seed, char *why, size_t wl)
+static int64_t gp_trial(struct gp_ctx *c, struct gp_mem *m, struct ibv_mr *mr,
+			enum sp_gp_route route, enum sp_gp_dir dir, enum sp_gp_fence f,
+			uint32_t seed, char *why, size_t wl)
 {
 	const struct sp_hiprt *rt = c->rt;
-	bool cpu = m->kind == SP_GP_MALLOC;
+	bool cpu = m->kind == SP_GP_MALLOC, staged = route == SP_GP_STAGED;
+	uint64_t raddr = staged ? (uintptr_t)c->stage : (uintptr_t)m->p;
 	size_t len = m->len;
 	sp_hip_err e;
 
-	/* Start from zeros, with nothing outstanding. */
+	/*
+	 * Start from zeros, with nothing outstanding: the clearing copy runs
+	 * on the null stream, which the non-blocking stream does not wait for.
+	 */
 	if ((e = rt->DeviceSynchronize()) ||
-	    (!cpu && (e = rt->Memcpy(m->p, c->zeros, len, SP_HIP_MEMCPY_HOST_TO_DEVICE)))) {
+	    (!cpu && (e = rt->Memcpy(m->p, c->zeros, len, SP_HIP_MEMCPY_HOST_TO_DEVICE))) ||
+	    (e = rt->DeviceSynchronize())) {
 		gp_msg(why, wl, "clearing the memory (hipMemcpy, hipDeviceSynchronize)", rt, e);
 		return -2;
 	}
 	if (cpu)
 		memset(m->p, 0, len);
+	if (staged)
+		memset(c->stage, 0, len);
 	if (dir == SP_GP_GPU_WRITE) {
 		memset(c->peer_buf, 0, len);
 		sp_rc_fill(c->src, len, 0, seed);
@@ -294,15 +334,19 @@ static int64_t gp_trial(struct gp_ctx *c, struct gp_mem *m, uint32_t rkey, enum 
 			gp_msg(why, wl, sp_gp_fence_names[f], rt, e);
 			return -2;
 		}
-		if (sp_rc_rdma(&c->peer, IBV_WR_RDMA_READ, c->peer_mr, 0, (uintptr_t)m->p, rkey,
+		if (staged && gp_stage_copy(c, m, true, why, wl))
+			return -2;
+		if (sp_rc_rdma(&c->peer, IBV_WR_RDMA_READ, c->peer_mr, 0, raddr, mr->rkey,
 			       (uint32_t)len, GP_WAIT_MS, why, wl))
 			return -2;
 		return sp_rc_verify(c->peer_buf, len, 0, seed);
 	}
 	sp_rc_fill(c->peer_buf, len, 0, seed);
 	memset(c->dst, 0, len);
-	if (sp_rc_rdma(&c->peer, IBV_WR_RDMA_WRITE, c->peer_mr, 0, (uintptr_t)m->p, rkey,
+	if (sp_rc_rdma(&c->peer, IBV_WR_RDMA_WRITE, c->peer_mr, 0, raddr, mr->rkey,
 		       (uint32_t)len, GP_WAIT_MS, why, wl))
+		return -2;
+	if (staged && gp_stage_copy(c, m, false, why, wl))
 		return -2;
 	if ((e = gp_fence(c, f))) {
 		gp_msg(why, wl, sp_gp_fence_names[f], rt, e);
@@ -350,7 +394,8 @@ static void gp_cell(struct gp_ctx *c, struct gp_mem *m, struct sp_gp_cell *cell)
 	for (unsigned int r = 0; r < c->o->repeat && cell->available; r++) {
 		for (int f = 0; f < SP_GP_NR_FENCES; f++) {
 			uint32_t seed = 0x9e3779b9u * (r * SP_GP_NR_FENCES + f + 1) + cell->dir;
-			int64_t bad = gp_trial(c, m, mr->rkey, cell->dir, f, seed, why, sizeof(why));
+			int64_t bad = gp_trial(c, m, mr, cell->route, cell->dir, f, seed, why,
+					       sizeof(why));
 
 			if (bad < -1) {
 				cell->available = false;
@@ -366,13 +411,41 @@ static void gp_cell(struct gp_ctx *c, struct gp_mem *m, struct sp_gp_cell *cell)
 	}
 	if (smr)
 		sp_dereg_mr(smr);
-	else if (mr)
+	else if (mr && mr != c->stage_mr)
 		ibv_dereg_mr(mr);
 	gp_verdict(cell);
 }
 
+/*
+ * staged: the staging buffer, hipHostMalloc()ed and registered on the
+ * memory's device; on failure the staged cells say why.
+ */
+static void gp_stage_open(struct gp_ctx *c)
+{
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+	void *p = NULL;
+	sp_hip_err e;
+
+	e = c->rt->HostMalloc(&p, c->o->size, SP_HIP_HOST_MALLOC_DEFAULT);
+	if (e || !p) {
+		gp_msg(c->stage_reason, sizeof(c->stage_reason),
+		       "the staging buffer: hipHostMalloc", c->rt, e);
+		return;
+	}
+	c->stage = p;
+	c->stage_mr = ibv_reg_mr(c->local.pd, c->stage, c->o->size, access);
+	if (!c->stage_mr)
+		snprintf(c->stage_reason, sizeof(c->stage_reason),
+			 "the staging buffer: ibv_reg_mr on %s: %s", c->local.name,
+			 strerror(errno));
+}
+
 static void gp_close(struct gp_ctx *c)
 {
+	if (c->stage_mr)
+		ibv_dereg_mr(c->stage_mr);
+	if (c->stage)
+		c->rt->HostFree(c->stage);
 	if (c->peer_mr)
 		ibv_dereg_mr(c->peer_mr);
 	sp_rc_close(&c->local);
@@ -397,8 +470,10 @@ int sp_gp_run(const struct sp_hiprt *rt, const struct sp_gp_opts *o, struct sp_g
 
 	memset(res, 0, sizeof(*res));
 	sp_gp_facts(rt, &res->facts);
-	if ((e = rt->SetDevice(0)) || (e = rt->StreamCreate(&c.stream))) {
-		gp_msg(err, errlen, "hipSetDevice(0), hipStreamCreate", rt, e);
+	if ((e = rt->SetDevice(0)) ||
+	    (e = rt->StreamCreateWithFlags(&c.stream, SP_HIP_STREAM_NON_BLOCKING))) {
+		gp_msg(err, errlen, "hipSetDevice(0), hipStreamCreateWithFlags(hipStreamNonBlocking)",
+		       rt, e);
 		return -EIO;
 	}
 	for (int i = 0; i < 4; i++)
@@ -421,6 +496,8 @@ int sp_gp_run(const struct sp_hiprt *rt, const struct sp_gp_opts *o, struct sp_g
 	sp_gp_facts(rt, &res->facts);	/* again: now the NICs are known */
 	if (e)
 		goto out;
+	if (o->routes & (1U << SP_GP_STAGED))
+		gp_stage_open(&c);
 	for (int k = 0; k < SP_GP_NR_KINDS; k++) {
 		struct gp_mem m;
 		char why[200] = "";
