@@ -4,13 +4,15 @@
 # (build/tests/libspgpurt.so on sp_gpusim and sp_kfdsim, both loaded by
 # tests/vm/guest-suite.sh) over the two Soft-RoCE devices: gpu runtime
 # finds it; a normal gpu proof finds a fence for every cell it can run,
-# the routes reg_mr and staged (host staging) among them (the stand-in applies GPU writes at once: "none" everywhere); with
+# the routes reg_mr and staged (host staging) and the kinds sp-hostreg and
+# sp-import (a strixpeer buffer's dma-buf, hipImportExternalMemory) among
+# them (the stand-in applies GPU writes at once: "none" everywhere); with
 # SP_GPURT_HOLD=device the stand-in holds GPU writes back until
 # hipDeviceSynchronize, and the matrix must say "device" for every
 # gpu-write cell of GPU-written memory, the staged route's included (its
 # hipMemcpy does not wait for the proof's non-blocking stream), and
 # "none" for peer-write; with SP_GPURT_HOLD=stream, "stream". sp_reg_mr
-# registers the strixpeer kind; without a strixpeer device their cells
+# registers the strixpeer kinds; without a strixpeer device their cells
 # say why. A stand-in verdict says nothing about a real GPU. Prints TAP.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -38,7 +40,7 @@ PY
 }
 ok runtime_finds_the_stand_in runtime
 
-kinds=malloc,hip-malloc,host-coherent,managed,fine-grained,uncached,sp-hostreg
+kinds=malloc,hip-malloc,host-coherent,managed,fine-grained,uncached,sp-hostreg,sp-import
 # proof <name> <hold> [kinds routes] : the matrix as JSON in $tmp/<name>.json, checked by check.py
 proof() {
 	local k=${3:-$kinds} r=${4:-reg_mr,staged}
@@ -78,14 +80,14 @@ PY
 ok proof_every_cell_has_a_fence proof normal none
 ok proof_held_until_device_needs_device proof held-device device
 ok proof_held_until_stream_needs_stream proof held-stream stream
-ok proof_sp_reg_mr_of_strixpeer_buffers proof sp-reg-mr device sp-hostreg sp_reg_mr
+ok proof_sp_reg_mr_of_strixpeer_buffers proof sp-reg-mr device sp-hostreg,sp-import sp_reg_mr
 
 # Without a strixpeer device (/dev/null bound over /dev/strixpeer in a
 # private mount namespace: the version handshake fails) the strixpeer
 # kinds and sp_reg_mr say why; the staged route of malloc still runs.
 no_module() {
 	unshare -m --propagation private sh -c 'mount --bind /dev/null /dev/strixpeer &&
-		exec "$0" -j gpu proof --kinds sp-hostreg,malloc --routes sp_reg_mr,staged \
+		exec "$0" -j gpu proof --kinds sp-hostreg,sp-import,malloc --routes sp_reg_mr,staged \
 		--directions gpu-write --size 4K --repeat 1 --local rxe0 --peer rxe1 --quiet' \
 		"$ctl" > "$tmp/nomod.json"
 	local rc=$?
@@ -94,7 +96,7 @@ no_module() {
 import json, sys
 d, rc = json.load(open(sys.argv[1])), int(sys.argv[2])
 cells = {(c["kind"], c["route"]): c for c in d["cells"]}
-assert len(cells) == 4, sorted(cells)
+assert len(cells) == 6, sorted(cells)
 for (kind, route), c in cells.items():
     if kind == "malloc" and route == "staged":
         assert c["available"] and c["verdict"] == "none" and c["registration"] == "staged", c

@@ -36,7 +36,7 @@ const char gpu_usage[] =
 	"                    the GPU always saw every byte; this node's first two RDMA\n"
 	"                    devices are the loopback pair\n"
 	"  --kinds LIST      malloc,hip-malloc,host-coherent,host-noncoherent,managed,\n"
-	"                    fine-grained,uncached,sp-hostreg (all)\n"
+	"                    fine-grained,uncached,sp-hostreg,sp-import (all)\n"
 	"  --routes LIST     reg_mr,sp_reg_mr,staged (all; staged: hipMemcpy through a\n"
 	"                    registered hipHostMalloc buffer, the host-staging baseline)\n"
 	"  --directions LIST gpu-write,peer-write (both)\n"

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/mman.h>
 #include <infiniband/verbs.h>
 
@@ -20,19 +21,26 @@
 
 const char *const sp_gp_kind_names[SP_GP_NR_KINDS] = {
 	"malloc", "hip-malloc", "host-coherent", "host-noncoherent", "managed",
-	"fine-grained", "uncached", "sp-hostreg",
+	"fine-grained", "uncached", "sp-hostreg", "sp-import",
 };
 const char *const sp_gp_route_names[SP_GP_NR_ROUTES] = { "reg_mr", "sp_reg_mr", "staged" };
 const char *const sp_gp_dir_names[SP_GP_NR_DIRS] = { "gpu-write", "peer-write" };
 const char *const sp_gp_fence_names[SP_GP_NR_FENCES] = { "none", "stream", "device", "system" };
 
-/* One allocation of a kind under test. */
+/*
+ * One allocation of a kind under test. @p is what the GPU (HIP) is given,
+ * @cpu what the routes register and the peer addresses: the same, but for
+ * sp-import, whose @p is HIP's mapping of the dma-buf (a GPU address a
+ * real ROCm does not map for the CPU) and @cpu the strixpeer buffer's.
+ */
 struct gp_mem {
 	enum sp_gp_kind kind;
-	uint8_t *p;
+	uint8_t *p, *cpu;
 	size_t len;
-	struct sp_buf *buf;	/* sp-hostreg */
+	struct sp_buf *buf;	/* sp-hostreg, sp-import */
 	bool registered;	/* sp-hostreg: hipHostRegister()ed */
+	int dmabuf;		/* sp-import: the buffer's dma-buf, or -1 */
+	sp_hip_extmem ext;	/* sp-import: HIP's import of it, or NULL */
 };
 
 /* What a run holds: the runtime, the pair, the host buffers. */
@@ -56,6 +64,70 @@ static void gp_msg(char *err, size_t len, const char *what, const struct sp_hipr
 	snprintf(err, len, "%s: %s", what, sp_hiprt_strerror(rt, e));
 }
 
+/*
+ * sp-import: a strixpeer buffer, its dma-buf (sp_buf_export()) imported by
+ * hipImportExternalMemory() and mapped for the GPU by
+ * hipExternalMemoryGetMappedBuffer(). ROCm keeps its own reference to the
+ * dma-buf (KFD's import) and leaves the fd to the caller: gp_free() closes
+ * it after hipDestroyExternalMemory().
+ */
+static int gp_alloc_import(struct gp_ctx *c, struct gp_mem *m, char *why, size_t wl)
+{
+	const struct sp_hiprt *rt = c->rt;
+	struct sp_hip_extmem_handle_desc hd;
+	struct sp_hip_extmem_buffer_desc bd;
+	void *gpu = NULL;
+	sp_hip_err e;
+	int ret;
+
+	if (!c->dev) {
+		snprintf(why, wl, "no strixpeer buffer: %s", c->dev_reason);
+		return -ENODEV;
+	}
+	if (sp_buf_alloc(c->dev, m->len, -1, 0, &m->buf) < 0) {
+		snprintf(why, wl, "sp_buf_alloc: %s", sp_errmsg());
+		return -ENOMEM;
+	}
+	ret = sp_buf_export(m->buf, SP_EXPORT_RDWR | SP_EXPORT_CLOEXEC, &m->dmabuf);
+	if (ret < 0) {
+		snprintf(why, wl, "sp_buf_export: %s", sp_errmsg());
+		m->dmabuf = -1;
+		goto out_free;
+	}
+	memset(&hd, 0, sizeof(hd));
+	hd.type = SP_HIP_EXT_MEM_OPAQUE_FD;
+	hd.handle.fd = m->dmabuf;
+	hd.size = sp_buf_size(m->buf);
+	e = rt->ImportExternalMemory(&m->ext, &hd);
+	if (e) {
+		gp_msg(why, wl, "hipImportExternalMemory of a strixpeer buffer's dma-buf", rt, e);
+		m->ext = NULL;
+		ret = -EIO;
+		goto out_close;
+	}
+	memset(&bd, 0, sizeof(bd));
+	bd.size = m->len;
+	e = rt->ExternalMemoryGetMappedBuffer(&gpu, m->ext, &bd);
+	if (e || !gpu) {
+		gp_msg(why, wl, "hipExternalMemoryGetMappedBuffer", rt, e);
+		ret = -EIO;
+		goto out_destroy;
+	}
+	m->p = gpu;
+	m->cpu = sp_buf_addr(m->buf);
+	return 0;
+out_destroy:
+	rt->DestroyExternalMemory(m->ext);
+	m->ext = NULL;
+out_close:
+	close(m->dmabuf);
+	m->dmabuf = -1;
+out_free:
+	sp_buf_free(m->buf);
+	m->buf = NULL;
+	return ret < 0 ? ret : -EIO;
+}
+
 static int gp_alloc(struct gp_ctx *c, enum sp_gp_kind kind, struct gp_mem *m, char *why,
 		    size_t wl)
 {
@@ -68,6 +140,7 @@ static int gp_alloc(struct gp_ctx *c, enum sp_gp_kind kind, struct gp_mem *m, ch
 	memset(m, 0, sizeof(*m));
 	m->kind = kind;
 	m->len = len;
+	m->dmabuf = -1;
 	switch (kind) {
 	case SP_GP_MALLOC:
 		if (posix_memalign(&p, 4096, len)) {
@@ -113,15 +186,19 @@ static int gp_alloc(struct gp_ctx *c, enum sp_gp_kind kind, struct gp_mem *m, ch
 		e = rt->HostRegister(p, len, SP_HIP_HOST_REGISTER_MAPPED);
 		m->registered = !e;
 		break;
+	case SP_GP_SP_IMPORT:
+		return gp_alloc_import(c, m, why, wl);
 	default:
 		return -EINVAL;
 	}
 	m->p = p;
+	m->cpu = p;
 	if (e) {
 		gp_msg(why, wl, what, rt, e);
 		if (kind == SP_GP_SP_HOSTREG)
 			sp_buf_free(m->buf);
 		m->p = NULL;
+		m->cpu = NULL;
 		return -EIO;
 	}
 	return 0;
@@ -146,11 +223,18 @@ static void gp_free(struct gp_ctx *c, struct gp_mem *m)
 			rt->HostUnregister(m->p);
 		sp_buf_free(m->buf);
 		break;
+	case SP_GP_SP_IMPORT:
+		rt->Free(m->p);		/* the mapped buffer holds the import too */
+		rt->DestroyExternalMemory(m->ext);
+		close(m->dmabuf);
+		sp_buf_free(m->buf);
+		break;
 	default:
 		rt->Free(m->p);
 		break;
 	}
 	m->p = NULL;
+	m->cpu = NULL;
 }
 
 /* The pair: the memory's device and the peer's, connected to each other. */
@@ -226,7 +310,7 @@ static int gp_reg(struct gp_ctx *c, struct gp_mem *m, enum sp_gp_route route,
 		return 0;
 	}
 	if (route == SP_GP_REG_MR) {
-		*mr = ibv_reg_mr(c->local.pd, m->p, m->len, access);
+		*mr = ibv_reg_mr(c->local.pd, m->cpu, m->len, access);
 		if (!*mr) {
 			ret = -errno;
 			snprintf(cell->reason, sizeof(cell->reason), "ibv_reg_mr on %s: %s",
@@ -240,7 +324,7 @@ static int gp_reg(struct gp_ctx *c, struct gp_mem *m, enum sp_gp_route route,
 		snprintf(cell->reason, sizeof(cell->reason), "sp_reg_mr: %s", c->dev_reason);
 		return -ENODEV;
 	}
-	ret = sp_reg_mr(c->dev, c->local.pd, m->p, m->len, access, SP_REG_NO_CACHE, smr);
+	ret = sp_reg_mr(c->dev, c->local.pd, m->cpu, m->len, access, SP_REG_NO_CACHE, smr);
 	if (ret < 0) {
 		snprintf(cell->reason, sizeof(cell->reason), "sp_reg_mr: %s", sp_errmsg());
 		return ret;
@@ -302,7 +386,7 @@ static int64_t gp_trial(struct gp_ctx *c, struct gp_mem *m, struct ibv_mr *mr,
 {
 	const struct sp_hiprt *rt = c->rt;
 	bool cpu = m->kind == SP_GP_MALLOC, staged = route == SP_GP_STAGED;
-	uint64_t raddr = staged ? (uintptr_t)c->stage : (uintptr_t)m->p;
+	uint64_t raddr = staged ? (uintptr_t)c->stage : (uintptr_t)m->cpu;
 	size_t len = m->len;
 	sp_hip_err e;
 

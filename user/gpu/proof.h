@@ -62,6 +62,7 @@ enum sp_gp_kind {
 	SP_GP_FINE,		/* hipExtMallocWithFlags(hipDeviceMallocFinegrained) */
 	SP_GP_UNCACHED,		/* hipExtMallocWithFlags(hipDeviceMallocUncached) */
 	SP_GP_SP_HOSTREG,	/* a strixpeer buffer, hipHostRegister()ed */
+	SP_GP_SP_IMPORT,	/* a strixpeer buffer's dma-buf, hipImportExternalMemory()ed */
 	SP_GP_NR_KINDS
 };
 
