@@ -394,9 +394,12 @@ static int64_t gp_trial(struct gp_ctx *c, struct gp_mem *m, struct ibv_mr *mr,
 	 * Start from zeros, with nothing outstanding: the clearing copy runs
 	 * on the null stream, which the non-blocking stream does not wait for.
 	 */
-	if ((e = rt->DeviceSynchronize()) ||
-	    (!cpu && (e = rt->Memcpy(m->p, c->zeros, len, SP_HIP_MEMCPY_HOST_TO_DEVICE))) ||
-	    (e = rt->DeviceSynchronize())) {
+	e = rt->DeviceSynchronize();
+	if (!e && !cpu)
+		e = rt->Memcpy(m->p, c->zeros, len, SP_HIP_MEMCPY_HOST_TO_DEVICE);
+	if (!e)
+		e = rt->DeviceSynchronize();
+	if (e) {
 		gp_msg(why, wl, "clearing the memory (hipMemcpy, hipDeviceSynchronize)", rt, e);
 		return -2;
 	}
@@ -409,12 +412,15 @@ static int64_t gp_trial(struct gp_ctx *c, struct gp_mem *m, struct ibv_mr *mr,
 		sp_rc_fill(c->src, len, 0, seed);
 		if (cpu)
 			memcpy(m->p, c->src, len);
-		else if ((e = rt->MemcpyAsync(m->p, c->src, len, SP_HIP_MEMCPY_HOST_TO_DEVICE,
-					      c->stream))) {
+		else
+			e = rt->MemcpyAsync(m->p, c->src, len, SP_HIP_MEMCPY_HOST_TO_DEVICE,
+					    c->stream);
+		if (e) {
 			gp_msg(why, wl, "hipMemcpyAsync (the GPU's write)", rt, e);
 			return -2;
 		}
-		if ((e = gp_fence(c, f))) {
+		e = gp_fence(c, f);
+		if (e) {
 			gp_msg(why, wl, sp_gp_fence_names[f], rt, e);
 			return -2;
 		}
@@ -432,14 +438,19 @@ static int64_t gp_trial(struct gp_ctx *c, struct gp_mem *m, struct ibv_mr *mr,
 		return -2;
 	if (staged && gp_stage_copy(c, m, false, why, wl))
 		return -2;
-	if ((e = gp_fence(c, f))) {
+	e = gp_fence(c, f);
+	if (e) {
 		gp_msg(why, wl, sp_gp_fence_names[f], rt, e);
 		return -2;
 	}
 	if (cpu) {
 		memcpy(c->dst, m->p, len);
-	} else if ((e = rt->MemcpyAsync(c->dst, m->p, len, SP_HIP_MEMCPY_DEVICE_TO_HOST, c->stream)) ||
-		   (e = rt->StreamSynchronize(c->stream))) {
+	} else {
+		e = rt->MemcpyAsync(c->dst, m->p, len, SP_HIP_MEMCPY_DEVICE_TO_HOST, c->stream);
+		if (!e)
+			e = rt->StreamSynchronize(c->stream);
+	}
+	if (e) {
 		gp_msg(why, wl, "hipMemcpyAsync, hipStreamSynchronize (the GPU's read)", rt, e);
 		return -2;
 	}
@@ -554,8 +565,10 @@ int sp_gp_run(const struct sp_hiprt *rt, const struct sp_gp_opts *o, struct sp_g
 
 	memset(res, 0, sizeof(*res));
 	sp_gp_facts(rt, &res->facts);
-	if ((e = rt->SetDevice(0)) ||
-	    (e = rt->StreamCreateWithFlags(&c.stream, SP_HIP_STREAM_NON_BLOCKING))) {
+	e = rt->SetDevice(0);
+	if (!e)
+		e = rt->StreamCreateWithFlags(&c.stream, SP_HIP_STREAM_NON_BLOCKING);
+	if (e) {
 		gp_msg(err, errlen, "hipSetDevice(0), hipStreamCreateWithFlags(hipStreamNonBlocking)",
 		       rt, e);
 		return -EIO;
