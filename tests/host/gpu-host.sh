@@ -8,7 +8,7 @@
 # old-runtime.c, built here) exits 5 naming the symbol and the file;
 # user/gpu/hiprt.h's declarations compile against sid's ROCm headers
 # (tests/gpurt/abi-check.c) with every constant, size and offset checked.
-# The runtime found and used: tests/guest/gpu_proof.c with the stand-in
+# The runtime found and used: tests/guest/gpu-proof-guest.sh with the stand-in
 # runtime, in the VM. Prints TAP.
 set -u
 cd "$(dirname "$0")/../.." || exit 1

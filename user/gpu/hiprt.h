@@ -7,8 +7,9 @@
  * Only what the calls need of ROCm's ABI is declared here, under our own
  * names (sp_hip_*): opaque handles as pointers, error codes as int, the
  * two external-memory descriptors and the flag values the commands pass.
- * tests/host/gpu-runtime-check.sh compiles these declarations against
- * ROCm's own headers and checks every size, offset and constant.
+ * tests/host/gpu-host.sh compiles these declarations against ROCm's own
+ * headers (tests/gpurt/abi-check.c) and checks every size, offset and
+ * constant.
  *
  * A stand-in runtime exporting the same symbols (the suite's) is loaded
  * the same way: sp_hiprt_open()'s @hip_lib / @hsa_lib, or the
