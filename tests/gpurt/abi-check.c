@@ -31,6 +31,8 @@ SAME(SP_HIP_HOST_REGISTER_MAPPED, hipHostRegisterMapped);
 SAME(SP_HIP_MEMCPY_HOST_TO_DEVICE, hipMemcpyHostToDevice);
 SAME(SP_HIP_MEMCPY_DEVICE_TO_HOST, hipMemcpyDeviceToHost);
 SAME(SP_HIP_MEMCPY_DEFAULT, hipMemcpyDefault);
+SAME(SP_HIP_STREAM_DEFAULT, hipStreamDefault);
+SAME(SP_HIP_STREAM_NON_BLOCKING, hipStreamNonBlocking);
 SAME(SP_HIP_EXT_MEM_OPAQUE_FD, hipExternalMemoryHandleTypeOpaqueFd);
 SAME(0, hipSuccess);
 SAME(0, HSA_STATUS_SUCCESS);
@@ -86,6 +88,7 @@ void sp_abi_calls(void)
 	(void)hipMemcpyAsync(p, p, 4096, hipMemcpyDefault, st);
 	(void)hipMemsetD32Async((hipDeviceptr_t)p, 0, 1024, st);
 	(void)hipStreamCreate(&st);
+	(void)hipStreamCreateWithFlags(&st, hipStreamNonBlocking);
 	(void)hipStreamDestroy(st);
 	(void)hipStreamSynchronize(st);
 	(void)hipDeviceSynchronize();

@@ -15,14 +15,30 @@
  *   registers a userptr BO; hipHostRegister: the same over the caller's
  *   range (a strixpeer buffer included); hipMallocManaged: anonymous memory.
  * - hipImportExternalMemory: sp_kfdsim's dma-buf import (a dynamic
- *   attachment, as amdgpu's); the mapped buffer is the dma-buf's mmap.
+ *   attachment, as amdgpu's), on a duplicate of the caller's fd: like ROCm
+ *   (hsa_amd_interop_map_buffer(), KFD's own dma-buf reference) it leaves
+ *   the fd to the caller, who may close it once imported. The mapped
+ *   buffer is the dma-buf's mmap (a real ROCm gives a GPU address the CPU
+ *   cannot use: callers must not read it with the CPU); hipFree() of it
+ *   unmaps it, hipDestroyExternalMemory() drops the import (a buffer
+ *   still mapped stays, as ROCm's holds its own reference). Flags other
+ *   than ROCm's (0, hipExternalMemoryDedicated; a buffer's 0) are refused.
  * - "GPU" writes (hipMemcpyAsync, hipMemsetD32Async into any memory) and
  *   reads go through those CPU mappings.
  * - SP_GPURT_HOLD=stream|device holds every asynchronous write back (a
  *   shadow copy) until a fence at least that strong: stream
  *   (hipStreamSynchronize of its stream, or hipDeviceSynchronize) or device
  *   (hipDeviceSynchronize only), so that the suite proves strixpeerctl gpu
- *   proof sees a missing fence. hipMemcpy (synchronous) is never held.
+ *   proof sees a missing fence. Writes into memory of the import mapping
+ *   are held like any other.
+ * - Streams: hipStreamCreate's are blocking, hipStreamCreateWithFlags(
+ *   hipStreamNonBlocking)'s are not. hipMemcpy (synchronous, never held)
+ *   runs on the null stream, which, as in ROCm's clr (WaitActiveStreams),
+ *   first waits for the work of the null stream and of every blocking
+ *   stream: their held writes are applied before it copies, whatever
+ *   SP_GPURT_HOLD says. A non-blocking stream's held writes are not: the
+ *   copy reads memory as it is, as a real copy racing a non-blocking
+ *   stream may.
  *
  * What it cannot reproduce: no GPU executes anything; no caches, no
  * coherence protocol (its reads always see memory), no write-combining,
@@ -78,6 +94,7 @@ struct alloc {
 struct held {
 	struct held *next;
 	void *stream;
+	int blocking;		/* its stream is the null stream or a blocking one */
 	uint8_t *dst;
 	size_t len;
 	uint8_t data[];
@@ -85,6 +102,7 @@ struct held {
 
 struct stream {
 	int magic;
+	unsigned int flags;	/* hipStreamNonBlocking (1) or 0 */
 };
 
 #define STREAM_MAGIC	0x5350
@@ -275,6 +293,14 @@ SP_EXPORT int hipFree(void *p)
 
 	if (!p)
 		return E_OK;
+	a = find(p, A_IMPORT);
+	if (a) {
+		/* a mapped external buffer: ROCm frees it with hipFree too */
+		drop_held(a->ptr, a->len);
+		munmap(a->ptr, a->len);
+		a->kind = A_FREE;
+		return E_OK;
+	}
 	a = find(p, A_DEVICE);
 	if (!a)
 		return E_INVALID_VALUE;
@@ -408,7 +434,8 @@ SP_EXPORT int hipImportExternalMemory(void **out, const struct sp_hip_extmem_han
 	struct sp_kfdsim_import imp = { 0 };
 	struct extmem *m;
 
-	if (!out || !d || d->type != SP_HIP_EXT_MEM_OPAQUE_FD || d->handle.fd < 0 || !d->size)
+	if (!out || !d || d->type != SP_HIP_EXT_MEM_OPAQUE_FD || d->handle.fd < 0 || !d->size ||
+	    d->flags > 1)
 		return E_INVALID_VALUE;
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -419,15 +446,19 @@ SP_EXPORT int hipImportExternalMemory(void **out, const struct sp_hip_extmem_han
 		return E_NOT_SUPPORTED;
 	}
 	imp.fd = d->handle.fd;
-	if (ioctl(m->kfd, SP_KFDSIM_IOC_IMPORT, &imp)) {
-		close(m->kfd);
-		free(m);
-		return E_INVALID_VALUE;
-	}
-	m->fd = d->handle.fd;
+	if (ioctl(m->kfd, SP_KFDSIM_IOC_IMPORT, &imp))
+		goto out_close;
+	/* ours: the caller's fd stays the caller's */
+	m->fd = fcntl(d->handle.fd, F_DUPFD_CLOEXEC, 0);
+	if (m->fd < 0)
+		goto out_close;
 	m->size = d->size;
 	*out = m;
 	return E_OK;
+out_close:
+	close(m->kfd);
+	free(m);
+	return E_INVALID_VALUE;
 }
 
 SP_EXPORT int hipExternalMemoryGetMappedBuffer(void **out, void *mem,
@@ -437,7 +468,8 @@ SP_EXPORT int hipExternalMemoryGetMappedBuffer(void **out, void *mem,
 	struct alloc *a;
 	uint8_t *p;
 
-	if (!out || !m || !d || !d->size || d->offset + d->size > m->size || (d->offset & 4095))
+	if (!out || !m || !d || !d->size || d->offset + d->size > m->size || (d->offset & 4095) ||
+	    d->flags)
 		return E_INVALID_VALUE;
 	a = slot();
 	if (!a)
@@ -458,13 +490,12 @@ SP_EXPORT int hipDestroyExternalMemory(void *mem)
 	struct extmem *m = mem;
 
 	if (!m)
-		return E_INVALID_HANDLE;
+		return E_INVALID_VALUE;
+	/* a mapped buffer not yet hipFree()d keeps the dma-buf by its mmap */
 	for (int i = 0; i < MAX_ALLOCS; i++)
-		if (allocs[i].kind == A_IMPORT && allocs[i].dmabuf == m->fd) {
-			drop_held(allocs[i].ptr, allocs[i].len);
-			munmap(allocs[i].ptr, allocs[i].len);
-			allocs[i].kind = A_FREE;
-		}
+		if (allocs[i].kind == A_IMPORT && allocs[i].dmabuf == m->fd)
+			allocs[i].dmabuf = -1;
+	close(m->fd);
 	close(m->kfd);
 	free(m);
 	return E_OK;
@@ -488,6 +519,7 @@ static int gpu_write(void *stream, void *dst, const void *src, size_t len, const
 		return E_OUT_OF_MEMORY;
 	h->next = NULL;
 	h->stream = stream;
+	h->blocking = !stream || !(((struct stream *)stream)->flags & 1);
 	h->dst = dst;
 	h->len = len;
 	if (fill)
@@ -500,13 +532,16 @@ static int gpu_write(void *stream, void *dst, const void *src, size_t len, const
 	return E_OK;
 }
 
-/* Apply the held writes of @stream (NULL and @all: every stream's), in order. */
+/*
+ * Apply the held writes of @stream (@all 1: every stream's; 2: the null
+ * stream's and the blocking streams'), in order.
+ */
 static void flush_held(void *stream, int all)
 {
 	struct held **pp = &held_head, *h;
 
 	while ((h = *pp)) {
-		if (all || h->stream == stream) {
+		if (all == 1 || (all == 2 && h->blocking) || (!all && h->stream == stream)) {
 			memcpy(h->dst, h->data, h->len);
 			*pp = h->next;
 			free(h);
@@ -530,6 +565,7 @@ SP_EXPORT int hipMemcpy(void *dst, const void *src, size_t len, int kind)
 		return E_INVALID_VALUE;
 	if (kind < 0 || kind > 4)
 		return E_INVALID_VALUE;
+	flush_held(NULL, 2);	/* the null stream waits for the blocking streams */
 	memmove(dst, src, len);
 	return E_OK;
 }
@@ -555,18 +591,24 @@ SP_EXPORT int hipMemsetD32Async(void *dst, int value, size_t count, void *stream
 	return gpu_write(stream, dst, NULL, count * 4, &v);
 }
 
-SP_EXPORT int hipStreamCreate(void **out)
+SP_EXPORT int hipStreamCreateWithFlags(void **out, unsigned int flags)
 {
 	struct stream *s;
 
-	if (!out)
+	if (!out || flags > 1)
 		return E_INVALID_VALUE;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return E_OUT_OF_MEMORY;
 	s->magic = STREAM_MAGIC;
+	s->flags = flags;
 	*out = s;
 	return E_OK;
+}
+
+SP_EXPORT int hipStreamCreate(void **out)
+{
+	return hipStreamCreateWithFlags(out, 0);
 }
 
 SP_EXPORT int hipStreamSynchronize(void *s)

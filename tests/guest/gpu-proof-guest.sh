@@ -3,13 +3,17 @@
 # strixpeerctl gpu in the VM with the suite's stand-in runtime
 # (build/tests/libspgpurt.so on sp_gpusim and sp_kfdsim, both loaded by
 # tests/vm/guest-suite.sh) over the two Soft-RoCE devices: gpu runtime
-# finds it; a normal gpu proof finds a fence for every cell it can run
-# (the stand-in applies GPU writes at once: "none" everywhere); with
+# finds it; a normal gpu proof finds a fence for every cell it can run,
+# the routes reg_mr and staged (host staging) and the kinds sp-hostreg and
+# sp-import (a strixpeer buffer's dma-buf, hipImportExternalMemory) among
+# them (the stand-in applies GPU writes at once: "none" everywhere); with
 # SP_GPURT_HOLD=device the stand-in holds GPU writes back until
 # hipDeviceSynchronize, and the matrix must say "device" for every
-# gpu-write cell of GPU-written memory and "none" for peer-write; with
-# SP_GPURT_HOLD=stream, "stream". A stand-in verdict says nothing about a
-# real GPU. Prints TAP.
+# gpu-write cell of GPU-written memory, the staged route's included (its
+# hipMemcpy does not wait for the proof's non-blocking stream), and
+# "none" for peer-write; with SP_GPURT_HOLD=stream, "stream". sp_reg_mr
+# registers the strixpeer kinds; without a strixpeer device their cells
+# say why. A stand-in verdict says nothing about a real GPU. Prints TAP.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 ctl=$PWD/build/strixpeerctl
@@ -36,30 +40,37 @@ PY
 }
 ok runtime_finds_the_stand_in runtime
 
-kinds=malloc,hip-malloc,host-coherent,managed,fine-grained,uncached,sp-hostreg
-# proof <name> <hold> : the matrix as JSON in $tmp/<name>.json, checked by check.py
+kinds=malloc,hip-malloc,host-coherent,managed,fine-grained,uncached,sp-hostreg,sp-import
+# proof <name> <hold> [kinds routes] : the matrix as JSON in $tmp/<name>.json, checked by check.py
 proof() {
-	SP_GPURT_HOLD=$2 taskset -c 0 "$ctl" -j gpu proof --kinds "$kinds" --routes reg_mr \
+	local k=${3:-$kinds} r=${4:-reg_mr,staged}
+	SP_GPURT_HOLD=$2 taskset -c 0 "$ctl" -j gpu proof --kinds "$k" --routes "$r" \
 		--size 64K --repeat 3 --local rxe0 --peer rxe1 --quiet > "$tmp/$1.json"
 	local rc=$?
 	cat "$tmp/$1.json"
-	python3 - "$tmp/$1.json" "$2" "$rc" << 'PY'
+	python3 - "$tmp/$1.json" "$2" "$rc" "$k" "$r" << 'PY'
 import json, sys
 d, hold, rc = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3])
+kinds, routes = sys.argv[4].split(","), sys.argv[5].split(",")
 assert d["rdma_unavailable"] is None, d["rdma_unavailable"]
 assert d["node"]["rdma_device"] == "rxe0" and d["node"]["peer_device"] == "rxe1", d["node"]
-cells = {(c["kind"], c["direction"]): c for c in d["cells"]}
-assert len(cells) == 14, sorted(cells)
+cells = {(c["kind"], c["route"], c["direction"]): c for c in d["cells"]}
+want_keys = {(k, r, dr) for k in kinds for r in routes for dr in ("gpu-write", "peer-write")}
+assert set(cells) == want_keys, sorted(set(cells) ^ want_keys)
 held = {"none": "none", "stream": "stream", "device": "device"}[hold]
-for (kind, direction), c in cells.items():
-    if kind == "hip-malloc" or kind == "fine-grained" or kind == "uncached":
+for (kind, route, direction), c in cells.items():
+    if route == "reg_mr" and kind in ("hip-malloc", "fine-grained", "uncached"):
         # a PFN mapping: rxe's plain ibv_reg_mr cannot pin it
         assert c["verdict"] == "unavailable" and "ibv_reg_mr" in c["reason"], c
         continue
-    assert c["available"], c
+    assert c["available"] and c["reason"] is None, c
+    assert c["registration"] == {"reg_mr": "ibv_reg_mr", "staged": "staged",
+                                 "sp_reg_mr": "plain"}[route], c
     assert all(f["trials"] == 3 for f in c["fences"]), c
+    # staged: the GPU's non-blocking stream is not waited for by hipMemcpy
     want = "none" if kind == "malloc" or direction == "peer-write" else held
-    assert c["verdict"] == want, (kind, direction, c["verdict"], want, c)
+    assert c["verdict"] == want, (kind, route, direction, c["verdict"], want, c)
+    assert not c["inconsistent"], c
     if want != "none":
         # the missing fence is seen, byte 0 first
         assert c["fences"][0]["right"] == 0 and c["fences"][0]["first_bad_byte"] == 0, c
@@ -69,6 +80,40 @@ PY
 ok proof_every_cell_has_a_fence proof normal none
 ok proof_held_until_device_needs_device proof held-device device
 ok proof_held_until_stream_needs_stream proof held-stream stream
+ok proof_sp_reg_mr_of_strixpeer_buffers proof sp-reg-mr device sp-hostreg,sp-import sp_reg_mr
+
+# Without a strixpeer device (/dev/null bound over /dev/strixpeer in a
+# private mount namespace: the version handshake fails) the strixpeer
+# kinds and sp_reg_mr say why; the staged route of malloc still runs.
+no_module() {
+	unshare -m --propagation private sh -c 'mount --bind /dev/null /dev/strixpeer &&
+		exec "$0" -j gpu proof --kinds sp-hostreg,sp-import,malloc --routes sp_reg_mr,staged \
+		--directions gpu-write --size 4K --repeat 1 --local rxe0 --peer rxe1 --quiet' \
+		"$ctl" > "$tmp/nomod.json"
+	local rc=$?
+	cat "$tmp/nomod.json"
+	python3 - "$tmp/nomod.json" "$rc" << 'PY'
+import json, sys
+d, rc = json.load(open(sys.argv[1])), int(sys.argv[2])
+cells = {(c["kind"], c["route"]): c for c in d["cells"]}
+assert len(cells) == 6, sorted(cells)
+for (kind, route), c in cells.items():
+    if kind == "malloc" and route == "staged":
+        assert c["available"] and c["verdict"] == "none" and c["registration"] == "staged", c
+        continue
+    assert c["verdict"] == "unavailable" and not c["available"], c
+    assert "/dev/strixpeer" in c["reason"], c
+    assert c["reason"].startswith("sp_reg_mr: " if kind == "malloc" else "no strixpeer buffer: "), c
+assert rc == 0, rc
+PY
+}
+if [ -e /dev/strixpeer ] && command -v unshare > /dev/null; then
+	ok proof_without_strixpeer_says_why no_module
+else
+	n=$((n + 1))
+	echo "ok $n proof_without_strixpeer_says_why # SKIP needs /dev/strixpeer (the module) and unshare"
+fi
 ok table_form sh -c "SP_GPURT_HOLD=device '$ctl' gpu proof --kinds host-coherent --routes reg_mr --directions gpu-write --size 4K --repeat 1 --quiet | grep -E '^ *host-coherent +reg_mr +gpu-write +device +0/1 +0/1 +1/1 +1/1 '"
+ok table_form_staged sh -c "SP_GPURT_HOLD=stream '$ctl' gpu proof --kinds hip-malloc --routes staged --directions gpu-write --size 4K --repeat 1 --quiet | grep -E '^ *hip-malloc +staged +gpu-write +stream +0/1 +1/1 +1/1 +1/1 +staged '"
 echo "1..$n"
 exit $fail

@@ -8,7 +8,7 @@
 # old-runtime.c, built here) exits 5 naming the symbol and the file;
 # user/gpu/hiprt.h's declarations compile against sid's ROCm headers
 # (tests/gpurt/abi-check.c) with every constant, size and offset checked.
-# The runtime found and used: tests/guest/gpu_proof.c with the stand-in
+# The runtime found and used: tests/guest/gpu-proof-guest.sh with the stand-in
 # runtime, in the VM. Prints TAP.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -48,6 +48,10 @@ expect extra_argument 2 stderr 'unexpected argument "now"; see "strixpeerctl gpu
 expect runtime_refuses_proof_options 2 stderr 'runtime: unknown option "--size"' -- gpu runtime --size 4K
 expect proof_unknown_kind 2 stderr 'proof: --kinds: unknown name "vram"' -- gpu proof --kinds malloc,vram
 expect proof_unknown_route 2 stderr 'proof: --routes: unknown name "dma"' -- gpu proof --routes dma
+expect proof_unknown_route_staging 2 stderr 'proof: --routes: unknown name "staging"' -- gpu proof --routes reg_mr,staging
+expect proof_unknown_kind_import 2 stderr 'proof: --kinds: unknown name "sp-imported"' -- gpu proof --kinds sp-imported
+expect help_names_staged 0 stdout '^  --routes LIST     reg_mr,sp_reg_mr,staged \(all; staged: hipMemcpy through a$' -- gpu proof --help
+expect help_names_sp_import 0 stdout '^                    fine-grained,uncached,sp-hostreg,sp-import \(all\)$' -- gpu proof --help
 expect proof_unknown_direction 2 stderr 'proof: --directions: unknown name "up"' -- gpu proof --directions up
 expect proof_bad_size 2 stderr 'proof: --size takes a multiple of 4K up to 1G, not "5000"' -- gpu proof --size 5000
 expect proof_bad_repeat 2 stderr 'proof: --repeat takes a number from 1 to 1000, not "0"' -- gpu proof --repeat 0
@@ -62,6 +66,9 @@ else
 	expect absent_default_names 4 stderr "ROCm's runtime is not installed: none of libamdhip64.so, libamdhip64.so.7, libamdhip64.so.6 loads \(STRIXPEER_HIP_LIB names another file\)" -- gpu runtime
 fi
 expect proof_absent 4 stderr "cannot load $PWD/$out/none.so" -- gpu proof --hip-lib "$PWD/$out/none.so"
+# the new names are accepted: the command gets as far as loading the runtime
+expect proof_accepts_staged_and_sp_import 4 stderr "cannot load $PWD/$out/none.so" \
+	-- gpu proof --kinds sp-import,malloc --routes staged,reg_mr --hip-lib "$PWD/$out/none.so"
 expect absent_option 4 stderr "cannot load $PWD/$out/none.so: .*No such file" -- gpu runtime --hip-lib "$PWD/$out/none.so"
 STRIXPEER_HIP_LIB=$PWD/$out/env.so expect absent_env 4 stderr "cannot load $PWD/$out/env.so: .*No such file" -- -j gpu runtime
 "$ctl" -j gpu runtime --hip-lib "$PWD/$out/none.so" > "$out/stdout" 2> /dev/null

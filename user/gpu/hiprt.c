@@ -48,6 +48,7 @@ static const struct sp_hiprt_sym sp_hiprt_syms[] = {
 	HIP_SYM(MemcpyAsync),
 	HIP_SYM(MemsetD32Async),
 	HIP_SYM(StreamCreate),
+	HIP_SYM(StreamCreateWithFlags),
 	HIP_SYM(StreamDestroy),
 	HIP_SYM(StreamSynchronize),
 	HIP_SYM(DeviceSynchronize),

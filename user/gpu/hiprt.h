@@ -7,8 +7,9 @@
  * Only what the calls need of ROCm's ABI is declared here, under our own
  * names (sp_hip_*): opaque handles as pointers, error codes as int, the
  * two external-memory descriptors and the flag values the commands pass.
- * tests/host/gpu-runtime-check.sh compiles these declarations against
- * ROCm's own headers and checks every size, offset and constant.
+ * tests/host/gpu-host.sh compiles these declarations against ROCm's own
+ * headers (tests/gpurt/abi-check.c) and checks every size, offset and
+ * constant.
  *
  * A stand-in runtime exporting the same symbols (the suite's) is loaded
  * the same way: sp_hiprt_open()'s @hip_lib / @hsa_lib, or the
@@ -46,6 +47,9 @@ typedef void *sp_hip_extmem;	/* hipExternalMemory_t */
 #define SP_HIP_MEMCPY_HOST_TO_DEVICE	1
 #define SP_HIP_MEMCPY_DEVICE_TO_HOST	2
 #define SP_HIP_MEMCPY_DEFAULT		4
+/* hipStreamCreateWithFlags() flags */
+#define SP_HIP_STREAM_DEFAULT		0x0u
+#define SP_HIP_STREAM_NON_BLOCKING	0x1u
 /* hipExternalMemoryHandleType: a POSIX fd (ROCm takes a dma-buf's) */
 #define SP_HIP_EXT_MEM_OPAQUE_FD	1
 
@@ -104,6 +108,7 @@ struct sp_hiprt {
 				  sp_hip_stream stream);
 	sp_hip_err (*MemsetD32Async)(void *dst, int value, size_t count, sp_hip_stream stream);
 	sp_hip_err (*StreamCreate)(sp_hip_stream *stream);
+	sp_hip_err (*StreamCreateWithFlags)(sp_hip_stream *stream, unsigned int flags);
 	sp_hip_err (*StreamDestroy)(sp_hip_stream stream);
 	sp_hip_err (*StreamSynchronize)(sp_hip_stream stream);
 	sp_hip_err (*DeviceSynchronize)(void);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/mman.h>
 #include <infiniband/verbs.h>
 
@@ -20,19 +21,26 @@
 
 const char *const sp_gp_kind_names[SP_GP_NR_KINDS] = {
 	"malloc", "hip-malloc", "host-coherent", "host-noncoherent", "managed",
-	"fine-grained", "uncached", "sp-hostreg",
+	"fine-grained", "uncached", "sp-hostreg", "sp-import",
 };
-const char *const sp_gp_route_names[SP_GP_NR_ROUTES] = { "reg_mr", "sp_reg_mr" };
+const char *const sp_gp_route_names[SP_GP_NR_ROUTES] = { "reg_mr", "sp_reg_mr", "staged" };
 const char *const sp_gp_dir_names[SP_GP_NR_DIRS] = { "gpu-write", "peer-write" };
 const char *const sp_gp_fence_names[SP_GP_NR_FENCES] = { "none", "stream", "device", "system" };
 
-/* One allocation of a kind under test. */
+/*
+ * One allocation of a kind under test. @p is what the GPU (HIP) is given,
+ * @cpu what the routes register and the peer addresses: the same, but for
+ * sp-import, whose @p is HIP's mapping of the dma-buf (a GPU address a
+ * real ROCm does not map for the CPU) and @cpu the strixpeer buffer's.
+ */
 struct gp_mem {
 	enum sp_gp_kind kind;
-	uint8_t *p;
+	uint8_t *p, *cpu;
 	size_t len;
-	struct sp_buf *buf;	/* sp-hostreg */
+	struct sp_buf *buf;	/* sp-hostreg, sp-import */
 	bool registered;	/* sp-hostreg: hipHostRegister()ed */
+	int dmabuf;		/* sp-import: the buffer's dma-buf, or -1 */
+	sp_hip_extmem ext;	/* sp-import: HIP's import of it, or NULL */
 };
 
 /* What a run holds: the runtime, the pair, the host buffers. */
@@ -44,13 +52,80 @@ struct gp_ctx {
 	struct sp_rc local, peer;
 	struct ibv_mr *peer_mr;
 	uint8_t *peer_buf, *src, *dst, *zeros;
-	sp_hip_stream stream;
+	sp_hip_stream stream;		/* non-blocking (proof.h says why) */
+	uint8_t *stage;			/* staged: hipHostMalloc()ed, or NULL */
+	struct ibv_mr *stage_mr;	/* staged: its MR on the memory's device */
+	char stage_reason[200];		/* staged: why not */
 };
 
 static void gp_msg(char *err, size_t len, const char *what, const struct sp_hiprt *rt,
 		   sp_hip_err e)
 {
 	snprintf(err, len, "%s: %s", what, sp_hiprt_strerror(rt, e));
+}
+
+/*
+ * sp-import: a strixpeer buffer, its dma-buf (sp_buf_export()) imported by
+ * hipImportExternalMemory() and mapped for the GPU by
+ * hipExternalMemoryGetMappedBuffer(). ROCm keeps its own reference to the
+ * dma-buf (KFD's import) and leaves the fd to the caller: gp_free() closes
+ * it after hipDestroyExternalMemory().
+ */
+static int gp_alloc_import(struct gp_ctx *c, struct gp_mem *m, char *why, size_t wl)
+{
+	const struct sp_hiprt *rt = c->rt;
+	struct sp_hip_extmem_handle_desc hd;
+	struct sp_hip_extmem_buffer_desc bd;
+	void *gpu = NULL;
+	sp_hip_err e;
+	int ret;
+
+	if (!c->dev) {
+		snprintf(why, wl, "no strixpeer buffer: %s", c->dev_reason);
+		return -ENODEV;
+	}
+	if (sp_buf_alloc(c->dev, m->len, -1, 0, &m->buf) < 0) {
+		snprintf(why, wl, "sp_buf_alloc: %s", sp_errmsg());
+		return -ENOMEM;
+	}
+	ret = sp_buf_export(m->buf, SP_EXPORT_RDWR | SP_EXPORT_CLOEXEC, &m->dmabuf);
+	if (ret < 0) {
+		snprintf(why, wl, "sp_buf_export: %s", sp_errmsg());
+		m->dmabuf = -1;
+		goto out_free;
+	}
+	memset(&hd, 0, sizeof(hd));
+	hd.type = SP_HIP_EXT_MEM_OPAQUE_FD;
+	hd.handle.fd = m->dmabuf;
+	hd.size = sp_buf_size(m->buf);
+	e = rt->ImportExternalMemory(&m->ext, &hd);
+	if (e) {
+		gp_msg(why, wl, "hipImportExternalMemory of a strixpeer buffer's dma-buf", rt, e);
+		m->ext = NULL;
+		ret = -EIO;
+		goto out_close;
+	}
+	memset(&bd, 0, sizeof(bd));
+	bd.size = m->len;
+	e = rt->ExternalMemoryGetMappedBuffer(&gpu, m->ext, &bd);
+	if (e || !gpu) {
+		gp_msg(why, wl, "hipExternalMemoryGetMappedBuffer", rt, e);
+		ret = -EIO;
+		goto out_destroy;
+	}
+	m->p = gpu;
+	m->cpu = sp_buf_addr(m->buf);
+	return 0;
+out_destroy:
+	rt->DestroyExternalMemory(m->ext);
+	m->ext = NULL;
+out_close:
+	close(m->dmabuf);
+	m->dmabuf = -1;
+out_free:
+	sp_buf_free(m->buf);
+	m->buf = NULL;
+	return ret < 0 ? ret : -EIO;
 }
 
 static int gp_alloc(struct gp_ctx *c, enum sp_gp_kind kind, struct gp_mem *m, char *why,
@@ -65,6 +140,7 @@ static int gp_alloc(struct gp_ctx *c, enum sp_gp_kind kind, struct gp_mem *m, ch
 	memset(m, 0, sizeof(*m));
 	m->kind = kind;
 	m->len = len;
+	m->dmabuf = -1;
 	switch (kind) {
 	case SP_GP_MALLOC:
 		if (posix_memalign(&p, 4096, len)) {
@@ -110,15 +186,19 @@ static int gp_alloc(struct gp_ctx *c, enum sp_gp_kind kind, struct gp_mem *m, ch
 		e = rt->HostRegister(p, len, SP_HIP_HOST_REGISTER_MAPPED);
 		m->registered = !e;
 		break;
+	case SP_GP_SP_IMPORT:
+		return gp_alloc_import(c, m, why, wl);
 	default:
 		return -EINVAL;
 	}
 	m->p = p;
+	m->cpu = p;
 	if (e) {
 		gp_msg(why, wl, what, rt, e);
 		if (kind == SP_GP_SP_HOSTREG)
 			sp_buf_free(m->buf);
 		m->p = NULL;
+		m->cpu = NULL;
 		return -EIO;
 	}
 	return 0;
@@ -143,11 +223,18 @@ static void gp_free(struct gp_ctx *c, struct gp_mem *m)
 			rt->HostUnregister(m->p);
 		sp_buf_free(m->buf);
 		break;
+	case SP_GP_SP_IMPORT:
+		rt->Free(m->p);		/* the mapped buffer holds the import too */
+		rt->DestroyExternalMemory(m->ext);
+		close(m->dmabuf);
+		sp_buf_free(m->buf);
+		break;
 	default:
 		rt->Free(m->p);
 		break;
 	}
 	m->p = NULL;
+	m->cpu = NULL;
 }
 
 /* The pair: the memory's device and the peer's, connected to each other. */
@@ -212,8 +299,18 @@ static int gp_reg(struct gp_ctx *c, struct gp_mem *m, enum sp_gp_route route,
 	static const char *const paths[] = { "", "plain", "dmabuf", "peerdirect" };
 	int ret;
 
+	if (route == SP_GP_STAGED) {
+		/* the memory stays unregistered: the staging buffer is */
+		if (!c->stage_mr) {
+			snprintf(cell->reason, sizeof(cell->reason), "%s", c->stage_reason);
+			return -ENODEV;
+		}
+		*mr = c->stage_mr;
+		snprintf(cell->reg_path, sizeof(cell->reg_path), "staged");
+		return 0;
+	}
 	if (route == SP_GP_REG_MR) {
-		*mr = ibv_reg_mr(c->local.pd, m->p, m->len, access);
+		*mr = ibv_reg_mr(c->local.pd, m->cpu, m->len, access);
 		if (!*mr) {
 			ret = -errno;
 			snprintf(cell->reason, sizeof(cell->reason), "ibv_reg_mr on %s: %s",
@@ -227,7 +324,7 @@ static int gp_reg(struct gp_ctx *c, struct gp_mem *m, enum sp_gp_route route,
 		snprintf(cell->reason, sizeof(cell->reason), "sp_reg_mr: %s", c->dev_reason);
 		return -ENODEV;
 	}
-	ret = sp_reg_mr(c->dev, c->local.pd, m->p, m->len, access, SP_REG_NO_CACHE, smr);
+	ret = sp_reg_mr(c->dev, c->local.pd, m->cpu, m->len, access, SP_REG_NO_CACHE, smr);
 	if (ret < 0) {
 		snprintf(cell->reason, sizeof(cell->reason), "sp_reg_mr: %s", sp_errmsg());
 		return ret;
@@ -260,58 +357,100 @@ static sp_hip_err gp_fence(const struct gp_ctx *c, enum sp_gp_fence f)
 	return e;
 }
 
+/* staged: the copy between the memory and the staging buffer (hipMemcpy). */
+static int gp_stage_copy(struct gp_ctx *c, struct gp_mem *m, bool to_stage, char *why,
+			 size_t wl)
+{
+	sp_hip_err e;
+
+	if (to_stage)
+		e = c->rt->Memcpy(c->stage, m->p, m->len, SP_HIP_MEMCPY_DEFAULT);
+	else
+		e = c->rt->Memcpy(m->p, c->stage, m->len, SP_HIP_MEMCPY_DEFAULT);
+	if (e) {
+		gp_msg(why, wl, to_stage ? "hipMemcpy into the staging buffer" :
+		       "hipMemcpy from the staging buffer", c->rt, e);
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * One trial: the first wrong byte's offset, -1 when all were right, or
- * < -1 (-2 - errno-ish) when an operation failed (@why says which).
+ * < -1 (-2 - errno-ish) when an operation failed (@why says which). @mr is
+ * the memory's MR, or on the route "staged" the staging buffer's.
  */
-static int64_t gp_trial(struct gp_ctx *c, struct gp_mem *m, uint32_t rkey, enum sp_gp_dir dir,
-			enum sp_gp_fence f, uint32_t seed, char *why, size_t wl)
+static int64_t gp_trial(struct gp_ctx *c, struct gp_mem *m, struct ibv_mr *mr,
+			enum sp_gp_route route, enum sp_gp_dir dir, enum sp_gp_fence f,
+			uint32_t seed, char *why, size_t wl)
 {
 	const struct sp_hiprt *rt = c->rt;
-	bool cpu = m->kind == SP_GP_MALLOC;
+	bool cpu = m->kind == SP_GP_MALLOC, staged = route == SP_GP_STAGED;
+	uint64_t raddr = staged ? (uintptr_t)c->stage : (uintptr_t)m->cpu;
 	size_t len = m->len;
 	sp_hip_err e;
 
-	/* Start from zeros, with nothing outstanding. */
-	if ((e = rt->DeviceSynchronize()) ||
-	    (!cpu && (e = rt->Memcpy(m->p, c->zeros, len, SP_HIP_MEMCPY_HOST_TO_DEVICE)))) {
+	/*
+	 * Start from zeros, with nothing outstanding: the clearing copy runs
+	 * on the null stream, which the non-blocking stream does not wait for.
+	 */
+	e = rt->DeviceSynchronize();
+	if (!e && !cpu)
+		e = rt->Memcpy(m->p, c->zeros, len, SP_HIP_MEMCPY_HOST_TO_DEVICE);
+	if (!e)
+		e = rt->DeviceSynchronize();
+	if (e) {
 		gp_msg(why, wl, "clearing the memory (hipMemcpy, hipDeviceSynchronize)", rt, e);
 		return -2;
 	}
 	if (cpu)
 		memset(m->p, 0, len);
+	if (staged)
+		memset(c->stage, 0, len);
 	if (dir == SP_GP_GPU_WRITE) {
 		memset(c->peer_buf, 0, len);
 		sp_rc_fill(c->src, len, 0, seed);
 		if (cpu)
 			memcpy(m->p, c->src, len);
-		else if ((e = rt->MemcpyAsync(m->p, c->src, len, SP_HIP_MEMCPY_HOST_TO_DEVICE,
-					      c->stream))) {
+		else
+			e = rt->MemcpyAsync(m->p, c->src, len, SP_HIP_MEMCPY_HOST_TO_DEVICE,
+					    c->stream);
+		if (e) {
 			gp_msg(why, wl, "hipMemcpyAsync (the GPU's write)", rt, e);
 			return -2;
 		}
-		if ((e = gp_fence(c, f))) {
+		e = gp_fence(c, f);
+		if (e) {
 			gp_msg(why, wl, sp_gp_fence_names[f], rt, e);
 			return -2;
 		}
-		if (sp_rc_rdma(&c->peer, IBV_WR_RDMA_READ, c->peer_mr, 0, (uintptr_t)m->p, rkey,
+		if (staged && gp_stage_copy(c, m, true, why, wl))
+			return -2;
+		if (sp_rc_rdma(&c->peer, IBV_WR_RDMA_READ, c->peer_mr, 0, raddr, mr->rkey,
 			       (uint32_t)len, GP_WAIT_MS, why, wl))
 			return -2;
 		return sp_rc_verify(c->peer_buf, len, 0, seed);
 	}
 	sp_rc_fill(c->peer_buf, len, 0, seed);
 	memset(c->dst, 0, len);
-	if (sp_rc_rdma(&c->peer, IBV_WR_RDMA_WRITE, c->peer_mr, 0, (uintptr_t)m->p, rkey,
+	if (sp_rc_rdma(&c->peer, IBV_WR_RDMA_WRITE, c->peer_mr, 0, raddr, mr->rkey,
 		       (uint32_t)len, GP_WAIT_MS, why, wl))
 		return -2;
-	if ((e = gp_fence(c, f))) {
+	if (staged && gp_stage_copy(c, m, false, why, wl))
+		return -2;
+	e = gp_fence(c, f);
+	if (e) {
 		gp_msg(why, wl, sp_gp_fence_names[f], rt, e);
 		return -2;
 	}
 	if (cpu) {
 		memcpy(c->dst, m->p, len);
-	} else if ((e = rt->MemcpyAsync(c->dst, m->p, len, SP_HIP_MEMCPY_DEVICE_TO_HOST, c->stream)) ||
-		   (e = rt->StreamSynchronize(c->stream))) {
+	} else {
+		e = rt->MemcpyAsync(c->dst, m->p, len, SP_HIP_MEMCPY_DEVICE_TO_HOST, c->stream);
+		if (!e)
+			e = rt->StreamSynchronize(c->stream);
+	}
+	if (e) {
 		gp_msg(why, wl, "hipMemcpyAsync, hipStreamSynchronize (the GPU's read)", rt, e);
 		return -2;
 	}
@@ -350,7 +489,8 @@ static void gp_cell(struct gp_ctx *c, struct gp_mem *m, struct sp_gp_cell *cell)
 	for (unsigned int r = 0; r < c->o->repeat && cell->available; r++) {
 		for (int f = 0; f < SP_GP_NR_FENCES; f++) {
 			uint32_t seed = 0x9e3779b9u * (r * SP_GP_NR_FENCES + f + 1) + cell->dir;
-			int64_t bad = gp_trial(c, m, mr->rkey, cell->dir, f, seed, why, sizeof(why));
+			int64_t bad = gp_trial(c, m, mr, cell->route, cell->dir, f, seed, why,
+					       sizeof(why));
 
 			if (bad < -1) {
 				cell->available = false;
@@ -366,13 +506,41 @@ static void gp_cell(struct gp_ctx *c, struct gp_mem *m, struct sp_gp_cell *cell)
 	}
 	if (smr)
 		sp_dereg_mr(smr);
-	else if (mr)
+	else if (mr && mr != c->stage_mr)
 		ibv_dereg_mr(mr);
 	gp_verdict(cell);
 }
 
+/*
+ * staged: the staging buffer, hipHostMalloc()ed and registered on the
+ * memory's device; on failure the staged cells say why.
+ */
+static void gp_stage_open(struct gp_ctx *c)
+{
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+	void *p = NULL;
+	sp_hip_err e;
+
+	e = c->rt->HostMalloc(&p, c->o->size, SP_HIP_HOST_MALLOC_DEFAULT);
+	if (e || !p) {
+		gp_msg(c->stage_reason, sizeof(c->stage_reason),
+		       "the staging buffer: hipHostMalloc", c->rt, e);
+		return;
+	}
+	c->stage = p;
+	c->stage_mr = ibv_reg_mr(c->local.pd, c->stage, c->o->size, access);
+	if (!c->stage_mr)
+		snprintf(c->stage_reason, sizeof(c->stage_reason),
+			 "the staging buffer: ibv_reg_mr on %s: %s", c->local.name,
+			 strerror(errno));
+}
+
 static void gp_close(struct gp_ctx *c)
 {
+	if (c->stage_mr)
+		ibv_dereg_mr(c->stage_mr);
+	if (c->stage)
+		c->rt->HostFree(c->stage);
 	if (c->peer_mr)
 		ibv_dereg_mr(c->peer_mr);
 	sp_rc_close(&c->local);
@@ -397,8 +565,12 @@ int sp_gp_run(const struct sp_hiprt *rt, const struct sp_gp_opts *o, struct sp_g
 
 	memset(res, 0, sizeof(*res));
 	sp_gp_facts(rt, &res->facts);
-	if ((e = rt->SetDevice(0)) || (e = rt->StreamCreate(&c.stream))) {
-		gp_msg(err, errlen, "hipSetDevice(0), hipStreamCreate", rt, e);
+	e = rt->SetDevice(0);
+	if (!e)
+		e = rt->StreamCreateWithFlags(&c.stream, SP_HIP_STREAM_NON_BLOCKING);
+	if (e) {
+		gp_msg(err, errlen, "hipSetDevice(0), hipStreamCreateWithFlags(hipStreamNonBlocking)",
+		       rt, e);
 		return -EIO;
 	}
 	for (int i = 0; i < 4; i++)
@@ -421,6 +593,8 @@ int sp_gp_run(const struct sp_hiprt *rt, const struct sp_gp_opts *o, struct sp_g
 	sp_gp_facts(rt, &res->facts);	/* again: now the NICs are known */
 	if (e)
 		goto out;
+	if (o->routes & (1U << SP_GP_STAGED))
+		gp_stage_open(&c);
 	for (int k = 0; k < SP_GP_NR_KINDS; k++) {
 		struct gp_mem m;
 		char why[200] = "";

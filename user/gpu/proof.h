@@ -12,6 +12,29 @@
  *               (hipMemcpyAsync to host memory, hipStreamSynchronize),
  *               every byte compared;
  *
+ * and on the route "staged", host staging as host-staged RCCL/UCX do it,
+ * the baseline of every zero-copy route: the memory under test is not
+ * registered; a staging buffer is (ibv_reg_mr()), and
+ *
+ *   gpu-write:  the GPU writes the memory -> fence -> hipMemcpy(staging,
+ *               memory) -> the peer RDMA READs the staging buffer;
+ *   peer-write: the peer RDMA WRITEs the staging buffer -> hipMemcpy(memory,
+ *               staging) -> fence -> the GPU reads the memory back.
+ *
+ * The staging buffer is hipHostMalloc() memory (default flags), as RCCL's
+ * and UCX's host bounce buffers are: pinned host memory that the DMA
+ * engines copy at full speed and any verbs device registers; a plain
+ * malloc() would make ROCm copy through its own pinned bounce buffer
+ * first, which no host-staged library does.
+ *
+ * The GPU's writes and reads run on a non-blocking stream
+ * (hipStreamCreateWithFlags(hipStreamNonBlocking)), as the producers of
+ * frameworks and collective libraries do: hipMemcpy runs on the null
+ * stream, which waits for every blocking stream's work first (ROCm's
+ * clr: WaitActiveStreams) - with a blocking stream the staging copy would
+ * be a fence itself and the route's "none" would hide what a
+ * non-blocking producer needs.
+ *
  * fences, weakest first: none, stream (hipStreamSynchronize), device
  * (hipDeviceSynchronize), system (hipDeviceSynchronize, then a sequentially
  * consistent CPU fence). A cell's verdict is the weakest fence after which
@@ -39,10 +62,12 @@ enum sp_gp_kind {
 	SP_GP_FINE,		/* hipExtMallocWithFlags(hipDeviceMallocFinegrained) */
 	SP_GP_UNCACHED,		/* hipExtMallocWithFlags(hipDeviceMallocUncached) */
 	SP_GP_SP_HOSTREG,	/* a strixpeer buffer, hipHostRegister()ed */
+	SP_GP_SP_IMPORT,	/* a strixpeer buffer's dma-buf, hipImportExternalMemory()ed */
 	SP_GP_NR_KINDS
 };
 
-enum sp_gp_route { SP_GP_REG_MR, SP_GP_SP_REG_MR, SP_GP_NR_ROUTES };
+/* staged: the memory is copied through a registered host buffer */
+enum sp_gp_route { SP_GP_REG_MR, SP_GP_SP_REG_MR, SP_GP_STAGED, SP_GP_NR_ROUTES };
 enum sp_gp_dir { SP_GP_GPU_WRITE, SP_GP_PEER_WRITE, SP_GP_NR_DIRS };
 enum sp_gp_fence { SP_GP_NONE, SP_GP_STREAM, SP_GP_DEVICE, SP_GP_SYSTEM, SP_GP_NR_FENCES };
 
