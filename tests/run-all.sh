@@ -67,13 +67,15 @@ record_tap() {	# record_tap <prefix> <file>
 }
 
 # host_tap <name> <command...>: one host check's TAP into $out/<name>.tap,
-# recorded as host/<name>, its time in timing.txt (where a run's time went)
+# recorded as host/<name>, its time in timing.txt (where a run's time went;
+# "restored from the cache" when tests/lib/host-cache.sh restored it)
 host_tap() {
 	local name=$1 t0
 	shift
 	t0=$(date +%s)
 	"$@" > "$out/$name.tap" 2>&1
-	echo "host/$name: $(( $(date +%s) - t0 )) s" >> "$out/timing.txt"
+	echo "host/$name: $(( $(date +%s) - t0 )) s$(grep -q '^# restored from ' "$out/$name.tap" &&
+		echo ' (restored from the cache: same inputs)')" >> "$out/timing.txt"
 	record_tap "host/$name" "$out/$name.tap"
 }
 

@@ -23,18 +23,42 @@ rm -rf "$out"
 mkdir -p "$out"
 gid=$(id -g)
 
+# The trees hold some 8,000 files: the generator forks as little as it can
+# (a fork costs milliseconds on a loaded machine). w forks only to create a
+# directory; what many trees share is made once and copied (memo); the
+# stand-in strixpeer.ko is compiled once per version and kernel.
 w() {	# w FILE CONTENT...: write a file, creating its directory
-	mkdir -p "$(dirname "$1")"
 	local f=$1
 	shift
+	[ -d "${f%/*}" ] || mkdir -p "${f%/*}"
 	printf '%s\n' "$@" > "$f"
+}
+
+# memo ROOT NAME FUNC [ARGS...]: FUNC TEMPLATE ARGS... run once, into a
+# template root of its own, then copied into ROOT: for functions that only
+# add files below the root they are given, whatever it already holds. The
+# templates are removed at the end.
+memo() {
+	local r=$1 t=$out/.memo/$2 fn=$3
+	shift 3
+	if [ ! -d "$t" ]; then
+		mkdir -p "$t.tmp"
+		"$fn" "$t.tmp" "$@"
+		mv "$t.tmp" "$t"
+	fi
+	mkdir -p "$r"
+	cp -a "$t/." "$r/"
 }
 
 # A healthy Strix Halo node without NICs: proc, memory, GPU, strixpeer.
 base() {	# base ROOT [KERNEL]
-	local r=$1 k=${2:-6.18.4-amd64}
+	local k=${2:-6.18.4-amd64}
+	memo "$1" "base-$k" base_tree "$k"
+	w "$1/proc/sys/kernel/hostname" "${1##*/}"
+}
+base_tree() {	# base_tree ROOT KERNEL: all of base but the hostname
+	local r=$1 k=$2
 	w "$r/proc/sys/kernel/osrelease" "$k"
-	w "$r/proc/sys/kernel/hostname" "$(basename "$r")"
 	w "$r/proc/cmdline" "BOOT_IMAGE=/vmlinuz-$k root=/dev/nvme0n1p2 ro iommu=pt quiet"
 	w "$r/proc/self/limits" \
 		"Limit                     Soft Limit           Hard Limit           Units     " \
@@ -90,12 +114,18 @@ strixpeer() {	# strixpeer ROOT KERNEL CLIENT_NAME
 }
 
 install_module() {	# install_module ROOT KERNEL [VERSION]
-	local r=$1 k=$2 v=${3:-$version} d
+	local r=$1 k=$2 v=${3:-$version} d ko
 	d=$r/lib/modules/$k
+	ko=$out/.memo/strixpeer-$v-$k.ko
 	mkdir -p "$d/kernel" "$d/updates/dkms" "$d/build"
-	printf '__attribute__((section(".modinfo"), used)) static const char m[] = "version=%s\\0license=GPL\\0srcversion=0123456789ABCDEF0123456\\0name=strixpeer\\0vermagic=%s SMP mod_unload\\0";\n' \
-		"$v" "$k" > "$out/.modinfo.c"
-	cc -c -o "$d/updates/dkms/strixpeer.ko" "$out/.modinfo.c"
+	if [ ! -f "$ko" ]; then
+		mkdir -p "$out/.memo"
+		printf '__attribute__((section(".modinfo"), used)) static const char m[] = "version=%s\\0license=GPL\\0srcversion=0123456789ABCDEF0123456\\0name=strixpeer\\0vermagic=%s SMP mod_unload\\0";\n' \
+			"$v" "$k" > "$out/.modinfo.c"
+		cc -c -o "$ko.tmp" "$out/.modinfo.c"
+		mv "$ko.tmp" "$ko"
+	fi
+	cp "$ko" "$d/updates/dkms/strixpeer.ko"
 	depmod -b "$r" "$k" 2> /dev/null
 }
 
@@ -110,7 +140,7 @@ kernel_without_module() {	# kernel_without_module ROOT KERNEL [headers]
 pci() {	# pci ROOT PATH VENDOR DEVICE CLASS CUR_GT CUR_W MAX_GT MAX_W [NUMA]
 	local r=$1 p=$2 d bdf
 	d=$r/sys/devices/$p
-	bdf=$(basename "$p")
+	bdf=${p##*/}
 	w "$d/vendor" "0x$3"
 	w "$d/device" "0x$4"
 	w "$d/class" "0x$5"
@@ -119,7 +149,7 @@ pci() {	# pci ROOT PATH VENDOR DEVICE CLASS CUR_GT CUR_W MAX_GT MAX_W [NUMA]
 	w "$d/max_link_speed" "$8 GT/s PCIe"
 	w "$d/max_link_width" "$9"
 	w "$d/numa_node" "${10:--1}"
-	mkdir -p "$r/sys/bus/pci/devices"
+	[ -d "$r/sys/bus/pci/devices" ] || mkdir -p "$r/sys/bus/pci/devices"
 	ln -sfn "../../../devices/$p" "$r/sys/bus/pci/devices/$bdf"
 }
 
@@ -207,7 +237,11 @@ rxe() {	# rxe ROOT NAME NETDEV STATE PHYS
 
 # A dual-port 25 GbE ConnectX-4 Lx in a x8 Gen3 slot, MTU $2 (default 9000).
 cx4() {	# cx4 ROOT [MTU]
-	local r=$1 mtu=${2:-9000} f
+	memo "$1" "cx4-${2:-9000}" cx4_tree "${2:-9000}"
+}
+cx4_tree() {	# cx4_tree ROOT MTU
+	local r=$1 mtu=$2 f
+	mkdir -p "$r/sys/class/infiniband"
 	pci "$r" pci0000:00/0000:00:01.1 1022 14ed 060400 8.0 8 8.0 8
 	for f in 0 1; do
 		pci "$r" "pci0000:00/0000:00:01.1/0000:01:00.$f" 15b3 1015 020000 8.0 8 8.0 8 0
@@ -489,5 +523,5 @@ printf 'a\0b\n' > "$f/sys/class/net/enp1s0f0np0/mtu"
 mkfifo "$f/proc/sys/kernel/hostname.fifo" 2> /dev/null || true
 rm -f "$f/proc/sys/kernel/hostname"
 ln -s hostname.fifo "$f/proc/sys/kernel/hostname"	# a FIFO never blocks doctor
-rm -f "$out/.modinfo.c"
+rm -rf "$out/.modinfo.c" "$out/.memo"
 ls "$out"

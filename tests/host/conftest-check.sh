@@ -11,10 +11,33 @@
 # probes as Kbuild does (kmod/conftest.h, made before the first object)
 # once plainly and once with W=2 KCFLAGS=-Werror, and compares the two.
 # Run by tests/run-all.sh once the VM kernels are fetched. Prints TAP.
+#
+# The outcome is a function of the probes, the kernels' headers, the
+# compiler and this script alone: a passing one is kept under a key of all
+# of them and restored when none changed (tests/lib/host-cache.sh;
+# SP_NO_CHECK_CACHE=1 runs it in full).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 repo=$PWD
 . tests/lib/tap.sh
+. tests/lib/host-cache.sh
+
+kernel_list=$(tests/vm/kernels.sh list 2> /dev/null)
+# shellcheck disable=SC2317 # called by hc_begin
+inputs() {	# what the outcome depends on (hc_begin hashes it)
+	local name kver root
+	hc_files tests/host/conftest-check.sh tests/lib/tap.sh tests/lib/host-cache.sh \
+		tests/vm/kernels.sh Kbuild VERSION kmod include
+	echo "$kernel_list"
+	while read -r name kver root; do
+		if [ -n "$root" ] && [ -f "$root/usr/src/linux-headers-$kver/Makefile" ]; then
+			hc_kernel "$root"
+		fi
+	done <<< "$kernel_list"
+	hc_toolchain sh	# Kbuild runs kmod/conftest.sh with sh
+	hc_env
+}
+hc_begin conftest-check inputs
 
 t=$repo/build/conftest-check
 rm -rf "$t"
@@ -52,6 +75,6 @@ while read -r name kver root; do
 	# the plain run found something at all (a broken probe() finds nothing)
 	result "$([ "$found" -gt 0 ] && echo 0 || echo 1)" "probes_find_features_$name" \
 		"$kver: no STRIXPEER_HAVE_* defined"
-done < <(tests/vm/kernels.sh list 2> /dev/null)
+done <<< "$kernel_list"
 [ "$kernels" -gt 0 ] || skip "probes_ignore_werror" "no VM kernel headers (tests/vm/kernels.sh fetch)"
-finish
+hc_finish

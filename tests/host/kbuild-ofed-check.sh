@@ -19,10 +19,16 @@
 #   and its POST_BUILD script is shipped with the DKMS sources.
 #
 # Prints TAP.
+#
+# The outcome is a function of the sources, 6.12's headers, the toolchain
+# and this script alone: a passing one is kept under a key of all of them
+# and restored when none changed (tests/lib/host-cache.sh;
+# SP_NO_CHECK_CACHE=1 runs it in full).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 repo=$PWD
 . tests/lib/tap.sh
+. tests/lib/host-cache.sh
 
 read -r kver root <<< "$(tests/vm/kernels.sh list 2> /dev/null | awk '$1 == "6.12" {print $2, $3}')"
 kdir=${root:+$root/usr/src/linux-headers-$kver}
@@ -31,6 +37,16 @@ if [ -z "${kver:-}" ] || [ ! -f "$kdir/Makefile" ]; then
 	echo "1..0 # SKIP no 6.12 headers (tests/vm/kernels.sh fetch)"
 	exit 0
 fi
+# shellcheck disable=SC2317 # called by hc_begin
+inputs() {	# what the outcome depends on (hc_begin hashes it)
+	hc_files tests/host/kbuild-ofed-check.sh tests/lib/tap.sh tests/lib/host-cache.sh \
+		tests/vm/kernels.sh Kbuild VERSION kmod include scripts dkms.conf Makefile debian/rules
+	echo "6.12: $kver $root"
+	hc_kernel "$root"
+	hc_toolchain sh modinfo strings
+	hc_env
+}
+hc_begin kbuild-ofed-check inputs
 other=6.1.0-57-amd64
 t=$repo/build/kbuild-ofed
 rm -rf "$t"
@@ -139,4 +155,4 @@ result $? "dkms_builds_after_ofed_only_when_ofed_is_there" "with: $with; without
 	grep -q 'dh_install -pstrixpeer-dkms scripts/dkms-post-build.sh' debian/rules
 result $? "dkms_post_build_script_is_shipped"
 
-finish
+hc_finish

@@ -90,12 +90,15 @@ result $? "strixpeer_4_documents_every_parameter_and_ioctl" "undocumented:$undoc
 # Every page in docs/man/ is installed by make install (MAN3, MAN4, MAN7,
 # MAN8) and shipped by a Debian package and an RPM: section 4 by
 # strixpeer-dkms, 3 and 7 by libstrixpeer-dev/-devel, 8 by strixpeer-utils.
+# (what make install-lib would run, asked once: each make -n reads the
+# whole Makefile, seconds on a loaded machine)
 miss=""
+installs=$(make -s -n install-lib DESTDIR=/D PREFIX=/usr 2> /dev/null)
 for f in docs/man/*.[3478]; do
 	page=${f##*/}
 	s=${page##*.}
-	make -s -n install-lib DESTDIR=/D PREFIX=/usr 2> /dev/null |
-		grep -q "install -m 0644 .*docs/man/$page.* /D/usr/share/man/man$s/" || miss="$miss make:$page"
+	grep -q "install -m 0644 .*docs/man/$page.* /D/usr/share/man/man$s/" <<< "$installs" ||
+		miss="$miss make:$page"
 	case $s in
 	3) grep -qx 'usr/share/man/man3/' debian/libstrixpeer-dev.install &&
 		grep -qx '%{_mandir}/man3/\*' rpm/strixpeer.spec || miss="$miss pkg:$page" ;;
