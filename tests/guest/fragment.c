@@ -18,8 +18,8 @@
  *
  * Every allocation gets a node fragmented afresh (compaction done for one
  * must not help the next): a forked holder (fragment/hold.c) binds itself
- * to NODE (default 1) and fills it until -m MiB (default 64) of MemFree
- * are left, never less:
+ * to NODE (default 1) and fills it while MemFree stays -m MiB (default
+ * 16) above the node's high watermarks, boost included:
  *   movable    anonymous 4 KiB pages (MADV_NOHUGEPAGE); through pagemap,
  *              every page of an even-numbered 2 MiB physical block but one
  *              is dropped (MADV_DONTNEED): compaction can move the rest
@@ -30,9 +30,9 @@
  *              pageblocks), every other pipe closed; their placement is
  *              the allocator's, so fragmentation is likely, not certain
  * It holds that until SIGKILL (or PR_SET_PDEATHSIG). Then one allocation
- * of -s MiB (default 256; at most an eighth of the fresh node's free
- * memory: a quarter of the fragmented node's, half of what compaction can
- * assemble in the movable variant) of a kind:
+ * of -s MiB (default 256; at most a quarter of the fresh node's free
+ * memory: about half of the fragmented node's, more than it has in 2 MiB
+ * blocks and less than compaction can assemble in the movable variant):
  *   sp         the BUF_ALLOC ioctl, flags 0 (2 MiB pages first)
  *   sp-huge    the same with SP_ALLOC_HUGE_ONLY
  *   thp        anonymous memory, mbind() to the node, MADV_HUGEPAGE
@@ -340,7 +340,7 @@ static int words(char *s, char **out, int max)
 
 int main(int argc, char **argv)
 {
-	const char *arg[128] = { ['n'] = "1", ['s'] = "256", ['m'] = "64",
+	const char *arg[128] = { ['n'] = "1", ['s'] = "256", ['m'] = "16",
 		['v'] = "movable pinned unmovable", ['d'] = "madvise always never",
 		['k'] = "sp sp-huge thp" };
 	char *variants[4], *defrags[4], *kinds[4], path[64], saved[32];
@@ -394,8 +394,8 @@ int main(int argc, char **argv)
 	free0 = sp_free_bytes(node);
 	huge0 = free_huge_bytes();
 	size = want_size;
-	if (size > (free0 - margin) / 8)
-		size = (free0 - margin) / 8;
+	if (size > free0 / 4)
+		size = free0 / 4;
 	size &= ~(HUGE_SZ - 1);
 	printf("fragment: %s, node %d: %" PRIu64 " MiB free, %" PRIu64 " MiB in 2 MiB blocks; ",
 	       uts.release, node, mib(free0), mib(huge0));

@@ -10,7 +10,7 @@
 #include <sys/uio.h>
 
 int node = 1;
-uint64_t margin = 64 * MiB;
+uint64_t margin = 16 * MiB;
 
 uint64_t mib(uint64_t bytes)
 {
@@ -21,6 +21,36 @@ uint64_t mib(uint64_t bytes)
 uint64_t node_free(void)
 {
 	return sp_meminfo(node, "MemFree");
+}
+
+/*
+ * The node's high watermarks, boost included (/proc/zoneinfo), bytes: a
+ * fragmentation event boosts them (watermark_boost_factor), and a fill
+ * that stops at a fixed margin below them meets the OOM killer.
+ */
+static uint64_t node_wmark(void)
+{
+	char line[256];
+	uint64_t pages = 0, v;
+	int cur = -1;
+	FILE *f = fopen("/proc/zoneinfo", "re");
+
+	if (!f)
+		die("zoneinfo: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Node %d,", &cur) == 1)
+			continue;
+		if (cur == node && sscanf(line, " high %" SCNu64, &v) == 1)
+			pages += v;
+	}
+	fclose(f);
+	return pages * PAGE;
+}
+
+/* Whether the holder may take @step more bytes: MemFree stays above margin + watermark */
+static bool room_for(uint64_t step)
+{
+	return node_free() > margin + node_wmark() + step;
 }
 
 /* Bytes the node has free in blocks of 2 MiB or more (/proc/buddyinfo). */
@@ -130,7 +160,7 @@ static void hold_movable(uint64_t avail, bool pin)
 		die("mmap %" PRIu64 ": %s", size, strerror(errno));
 	madvise(p, size, MADV_NOHUGEPAGE);
 	/* 16 MiB at a time, until only the margin is free */
-	while (touched + 16 * MiB <= size && node_free() > margin + 16 * MiB) {
+	while (touched + 16 * MiB <= size && room_for(16 * MiB)) {
 		touch(p + touched, 16 * MiB);
 		touched += 16 * MiB;
 	}
@@ -185,7 +215,7 @@ static void hold_unmovable(void)
 	fds = calloc(cap, sizeof(*fds));
 	if (!fds)
 		die("calloc");
-	while (n < cap && node_free() > margin + 2 * MiB) {
+	while (n < cap && room_for(2 * MiB)) {
 		if (pipe2(fds[n], O_NONBLOCK | O_CLOEXEC))
 			die("pipe %d: %s", n, strerror(errno));
 		if (fcntl(fds[n][1], F_SETPIPE_SZ, pipe_sz) < pipe_sz)
@@ -244,8 +274,9 @@ pid_t fragment(const char *variant)
 	if (r != 1 || read(sync[0], &c, 1) != 1) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
-		die("the %s holder did not finish within 900 s (poll %d): node %d free %" PRIu64
-		    " MiB, in 2 MiB blocks %" PRIu64 " MiB", variant, r, node,
+		die("the %s holder %s: node %d free %" PRIu64 " MiB, in 2 MiB blocks %" PRIu64
+		    " MiB (dmesg may say why)", variant,
+		    r == 1 ? "ended before it was done" : "was not done within 900 s", node,
 		    mib(node_free()), mib(free_huge_bytes()));
 	}
 	close(sync[0]);
