@@ -382,8 +382,9 @@ fail:
  * A new id in *@idp, its address resolved from @src to @dst within
  * l->timeout_ms. ib_core's resolution misses a neighbour's reply that comes
  * before its request is queued, and then sleeps its whole timeout before it
- * looks again: the first connection to a fresh neighbour hits that on a fast
- * link (veth, a back-to-back cable). So the kernel is given
+ * looks again (drivers/infiniband/core/addr.c: rdma_resolve_ip() queues its
+ * request after neigh_event_send()): the first connection to a fresh
+ * neighbour on the suite's veth pair hit that. So the kernel is given
  * SP_LINK_ADDR_TRY_MS per try, and a try that ran out is made again on a new
  * id until l->timeout_ms. -ENOTCONN (errno kept) when librdmacm refused it.
  */
