@@ -21,7 +21,7 @@ if [ ! -e "$lib" ] || [ ! -x "$prog" ]; then
 	exit 0
 fi
 # 1. the snapshot is the 1.0 header and map
-if git rev-parse -q --verify 2c88fde^{commit} > /dev/null 2>&1; then
+if git rev-parse -q --verify '2c88fde^{commit}' > /dev/null 2>&1; then
 	bad=
 	for f in include/strixpeer.h include/strixpeer/ctl.h include/strixpeer/reg.h; do
 		git show "2c88fde:$f" | cmp -s - "tests/abi/1.0/$f" || bad="$bad $f"

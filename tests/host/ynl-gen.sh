@@ -26,7 +26,6 @@
 # Needs Debian's python3 with yaml and jsonschema (make deps installs them).
 set -eu
 cd "$(dirname "$0")/../.."
-repo=$PWD
 spec=docs/netlink/strixpeer.yaml
 hdr=include/uapi/strixpeer_nl.h
 check=0

@@ -12,13 +12,14 @@
 #                              failure its last 25 lines of output as
 #                              diagnostics. $fail is 1 after any failure.
 
+# shellcheck disable=SC2034 # fail: read by the caller
 n=0
 fail=0
 ok() {
 	local name=$1
 	shift
 	n=$((n + 1))
-	if "$@" > "$tmp/out.$n" 2>&1; then
+	if "$@" > "${tmp:?tap-run.sh: the caller sets tmp}/out.$n" 2>&1; then
 		echo "ok $n $name"
 	else
 		echo "not ok $n $name"

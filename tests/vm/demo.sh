@@ -2,7 +2,7 @@
 # 'make demo': boot Debian's 6.12 kernel under qemu, load strixpeer, create
 # two Soft-RoCE nodes, RDMA-WRITE into a strixpeer buffer, show the result.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 out=build/demo
 mkdir -p "$out"
 echo "demo: building the library, CLI and test programs"

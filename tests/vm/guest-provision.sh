@@ -78,8 +78,8 @@ start_udevd() {
 
 # "root:rdma 660" when udev applied the package's rule.
 dev_perms() {
-	local i
-	for i in $(seq 50); do
+	local _
+	for _ in $(seq 50); do
 		[ -e /dev/strixpeer ] && break
 		sleep 0.1
 	done
@@ -199,7 +199,7 @@ mode_node_install() {
 	# sid's dkms, unpacked (not installed) beside the node's.
 	fake=/var/tmp/strixpeer-fake-kernels
 	sid_dkms=/var/tmp/dkms-sid
-	rm -rf "$sid_dkms"
+	rm -rf "${sid_dkms:?}"
 	[ -f "$dkms_deb" ] && dpkg-deb -x "$dkms_deb" "$sid_dkms"
 	dkms_ver=$(dkms --version | sed 's/^dkms-//')
 	for k in 5.10.0-99-amd64 "$kver-nodmabuf"; do
@@ -235,7 +235,7 @@ mode_node_install() {
 			case_ 1 "unsupported_kernel_${k}_autoinstall_succeeds_with_sid_dkms" \
 				"# no dkms .deb from sid: provision.sh could not download it (see sid-dkms.log)"
 		fi
-		rm -rf "/lib/modules/$k" "$fake/$k"
+		rm -rf "/lib/modules/$k" "${fake:?}/$k"
 	done
 	rm -rf "$sid_dkms"
 	finish
