@@ -194,9 +194,15 @@ int cmd_bench(int argc, char **argv)
 	argv--;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'S': serve = true; break;
-		case 'b': o.serve_addr = optarg; break;
-		case 'e': o.serve_addr = optarg; break;
+		case 'S':
+			serve = true;
+			break;
+		case 'b':
+			o.serve_addr = optarg;
+			break;
+		case 'e':
+			o.serve_addr = optarg;
+			break;
 		case 'P':
 			if (sp_link_port_ok(optarg, why, sizeof(why))) {
 				fprintf(stderr, "strixpeerctl: bench: --port: %s\n", why);
@@ -204,10 +210,18 @@ int cmd_bench(int argc, char **argv)
 			}
 			o.port = optarg;
 			break;
-		case 'l': o.local_addr = optarg; break;
-		case 'O': out = optarg; break;
-		case 'q': quiet = true; break;
-		case 'E': o.flags |= SP_BENCH_EVENTS; break;
+		case 'l':
+			o.local_addr = optarg;
+			break;
+		case 'O':
+			out = optarg;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'E':
+			o.flags |= SP_BENCH_EVENTS;
+			break;
 		case 'k':
 			if (bench_list(optarg, kinds, sizeof(kinds) / sizeof(kinds[0]), &o.kinds))
 				return 2;

@@ -108,8 +108,10 @@ static void pr_indent(int depth)
 		fputs(pr.json ? "  " : "    ", stdout);
 }
 
-/* Table: print the pending lines, values aligned one column after the
- * longest label (labels never overflow: the column is as wide as they are). */
+/*
+ * Table: print the pending lines, values aligned one column after the
+ * longest label (labels never overflow: the column is as wide as they are).
+ */
 static void pr_flush_lines(void)
 {
 	size_t w = 0;

@@ -157,10 +157,13 @@ int main(int argc, char **argv)
 		pr_done();
 		return 0;
 	}
-	if (argc < 1)
+	if (argc < 1) {
 		obj = &top_cmds[0];	/* the first is the default */
-	else if (!(obj = find_word("object", NULL, argv[0], top_cmds, sizeof(*top_cmds))))
-		return usage_rc;
+	} else {
+		obj = find_word("object", NULL, argv[0], top_cmds, sizeof(*top_cmds));
+		if (!obj)
+			return usage_rc;
+	}
 	if (cli_timestamps && strcmp(obj->name, "monitor")) {
 		fprintf(stderr, "strixpeerctl: -t is for monitor only\n");
 		return usage_rc;

@@ -169,7 +169,8 @@ int parse_bytes(const char *s, uint64_t *out)
 			return -1;
 		v = v * 10 + (uint64_t)(*s - '0');
 	}
-	if (*s && (u = strchr(units, *s & ~0x20))) {
+	u = *s ? strchr(units, *s & ~0x20) : NULL;
+	if (u) {
 		shift = 10 * (unsigned int)(u - units + 1);
 		s++;
 		if (*s == 'i')
