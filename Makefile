@@ -96,9 +96,9 @@ DRM_SRC := user/drm/spdrm.c
 DRM_HDR := user/drm/spdrm.h
 DRM_A := $(B)/spdrm/libspdrm.a
 BENCH_SRC := user/bench/bench.c user/bench/mem.c user/bench/bench_rdma.c user/bench/bench_conn.c \
-	user/bench/report.c user/bench/util.c
+	user/bench/report.c user/bench/util.c user/bench/plot.c
 BENCH_OBJ := $(patsubst user/bench/%.c,$(B)/spbench/%.o,$(BENCH_SRC))
-BENCH_HDR := user/bench/bench.h user/bench/bench_int.h user/bench/bench_conn.h \
+BENCH_HDR := user/bench/bench.h user/bench/bench_int.h user/bench/bench_conn.h user/bench/plot.h \
 	user/compat/pagemap_scan.h
 BENCH_A := $(B)/spbench/libspbench.a
 BENCH_LIBS := -lrdmacm -libverbs -lm
