@@ -96,19 +96,19 @@ DRM_SRC := user/drm/spdrm.c
 DRM_HDR := user/drm/spdrm.h
 DRM_A := $(B)/spdrm/libspdrm.a
 BENCH_SRC := user/bench/bench.c user/bench/mem.c user/bench/bench_rdma.c user/bench/bench_conn.c \
-	user/bench/report.c user/bench/util.c
+	user/bench/report.c user/bench/util.c user/bench/plot.c
 BENCH_OBJ := $(patsubst user/bench/%.c,$(B)/spbench/%.o,$(BENCH_SRC))
-BENCH_HDR := user/bench/bench.h user/bench/bench_int.h user/bench/bench_conn.h \
+BENCH_HDR := user/bench/bench.h user/bench/bench_int.h user/bench/bench_conn.h user/bench/plot.h \
 	user/compat/pagemap_scan.h
 BENCH_A := $(B)/spbench/libspbench.a
 BENCH_LIBS := -lrdmacm -libverbs -lm
 # strixpeerctl: a dispatcher, one file per object, util.c for what they share
 CLI_SRC := user/cli/strixpeerctl.c user/cli/util.c user/cli/print.c user/cli/holders.c \
 	user/cli/status.c user/cli/buf.c user/cli/stats.c user/cli/config.c \
-	user/cli/monitor.c user/cli/bench.c user/cli/gpu.c user/cli/gpu_proof.c user/gpu/hiprt.c \
-	user/gpu/proof.c user/gpu/facts.c
+	user/cli/monitor.c user/cli/bench.c user/cli/gpu.c user/cli/gpu_proof.c user/cli/gpu_numbers.c \
+	user/gpu/hiprt.c user/gpu/proof.c user/gpu/facts.c user/gpu/numbers.c user/gpu/kinds.c
 CLI_HDR := user/cli/cli.h user/cli/util.h user/cli/print.h user/cli/holders.h user/cli/gpu_cli.h \
-	user/gpu/hiprt.h user/gpu/proof.h
+	user/gpu/hiprt.h user/gpu/proof.h user/gpu/proof_int.h
 # strixpeerctl gpu (user/cli/gpu.c): ROCm's runtime is dlopen()ed
 # (user/gpu/hiprt.c), never linked
 GPU_LIBS := -ldl

@@ -30,7 +30,10 @@
  *   (hipStreamSynchronize of its stream, or hipDeviceSynchronize) or device
  *   (hipDeviceSynchronize only), so that the suite proves strixpeerctl gpu
  *   proof sees a missing fence. Writes into memory of the import mapping
- *   are held like any other.
+ *   are held like any other. SP_GPURT_HOLD=lost drops them: no fence
+ *   makes them land (a write that never reaches the memory the NIC reads,
+ *   as users report of hipMemcpyAsync into a registered buffer), so the
+ *   matrix says "never" and the proof must measure no figure there.
  * - Streams: hipStreamCreate's are blocking, hipStreamCreateWithFlags(
  *   hipStreamNonBlocking)'s are not. hipMemcpy (synchronous, never held)
  *   runs on the null stream, which, as in ROCm's clr (WaitActiveStreams),
@@ -109,7 +112,7 @@ struct stream {
 
 static struct alloc allocs[MAX_ALLOCS];
 static int gfd = -2;		/* -2: not looked for yet */
-static int hold_level;		/* 0 none, 1 stream, 2 device */
+static int hold_level;		/* 0 none, 1 stream, 2 device, 3 lost */
 static struct held *held_head, **held_tail = &held_head;
 
 __attribute__((constructor)) static void standin_init(void)
@@ -120,8 +123,11 @@ __attribute__((constructor)) static void standin_init(void)
 		hold_level = 1;
 	else if (h && !strcmp(h, "device"))
 		hold_level = 2;
+	else if (h && !strcmp(h, "lost"))
+		hold_level = 3;
 	else if (h && h[0] && strcmp(h, "none"))
-		fprintf(stderr, "libspgpurt: SP_GPURT_HOLD=%s is not none, stream or device\n", h);
+		fprintf(stderr, "libspgpurt: SP_GPURT_HOLD=%s is not none, stream, device or lost\n",
+			h);
 }
 
 static int gpusim_fd(void)
@@ -514,6 +520,8 @@ static int gpu_write(void *stream, void *dst, const void *src, size_t len, const
 			memmove(dst, src, len);
 		return E_OK;
 	}
+	if (hold_level == 3)
+		return E_OK;	/* lost: never lands */
 	h = malloc(sizeof(*h) + len);
 	if (!h)
 		return E_OUT_OF_MEMORY;

@@ -13,7 +13,13 @@
 # hipMemcpy does not wait for the proof's non-blocking stream), and
 # "none" for peer-write; with SP_GPURT_HOLD=stream, "stream". sp_reg_mr
 # registers the strixpeer kinds; without a strixpeer device their cells
-# say why. A stand-in verdict says nothing about a real GPU. Prints TAP.
+# say why. With --numbers and --out, every cell with a verdict has its
+# figures (RDMA WRITE for peer-write, READ for gpu-write, at each message
+# size, positive, beside staged's), a cell "unavailable" or "never"
+# (SP_GPURT_HOLD=lost: GPU writes never land) has none and says why,
+# registration and CPU figures exist, the report says "stand-in", and
+# proof.json, proof.txt and proof.svg parse. A stand-in verdict or figure
+# says nothing about a real GPU. Prints TAP.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 ctl=$PWD/build/strixpeerctl
@@ -113,6 +119,81 @@ else
 	n=$((n + 1))
 	echo "ok $n proof_without_strixpeer_says_why # SKIP needs /dev/strixpeer (the module) and unshare"
 fi
+# numbers <name> <hold> <kinds> <routes> <want rc>: --numbers --out, checked by python3
+numbers() {
+	local d=$tmp/$1
+	SP_GPURT_HOLD=$2 taskset -c 0 "$ctl" -j gpu proof --kinds "$3" --routes "$4" \
+		--size 4K --repeat 1 --numbers --min-msg 4K --max-msg 8K --iters 4 \
+		--local rxe0 --peer rxe1 --quiet --out "$d" > "$d.json"
+	local rc=$?
+	cat "$d.json"
+	python3 - "$d" "$rc" "$5" "$3" "$4" << 'PY'
+import json, sys, xml.etree.ElementTree as ET
+d, rc, want_rc = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+kinds, routes = sys.argv[4].split(","), sys.argv[5].split(",")
+out = json.load(open(d + ".json"))
+assert json.load(open(d + "/proof.json")) == out, "proof.json differs from stdout"
+assert out["report_version"] == 2, out["report_version"]
+fg = out["figures"]
+assert fg["stand_in"] is True and fg["source"].startswith("stand-in:"), fg
+assert fg["msg_sizes"] == [4096, 8192], fg
+cells = {(c["kind"], c["route"], c["direction"]): c for c in out["cells"]}
+rdma = {(e["kind"], e["route"], e["op"]): e for e in out["rdma"]}
+assert set(rdma) == {(k, r, o) for k in kinds for r in ("reg_mr", "sp_reg_mr", "staged")
+                     for o in ("write", "read")}, sorted(rdma)
+seen_none = 0
+for (kind, route, op), e in rdma.items():
+    c = cells.get((kind, route, "peer-write" if op == "write" else "gpu-write"))
+    if c is None:
+        assert not e["measured"] and "not run" in e["reason"] and not e["points"], e
+        continue
+    if c["verdict"] in ("never", "unavailable"):
+        seen_none += 1
+        assert not e["measured"] and e["points"] == [], (c, e)
+        assert c["verdict"] in e["reason"], (c["verdict"], e)
+        continue
+    assert e["measured"] and e["reason"] is None, e
+    assert [p["size"] for p in e["points"]] == fg["msg_sizes"], e
+    for p in e["points"]:
+        assert p["bw_mib_s"] > 0 and p["lat_us"] > 0 and p["iters"] >= 4, (kind, route, op, p)
+        st = rdma[(kind, "staged", op)]
+        if st["measured"]:
+            assert p["bw_vs_staged"] > 0 and p["lat_vs_staged"] > 0, p
+reg = {(e["kind"], e["route"]): e for e in out["registration"]}
+for (kind, route), e in reg.items():
+    ok = [cells[(kind, route, dr)] for dr in ("gpu-write", "peer-write") if (kind, route, dr) in cells]
+    if any(c["verdict"] not in ("never", "unavailable") for c in ok):
+        assert e["reg_ms_per_gib"] > 0 and e["dereg_ms_per_gib"] > 0, e
+    else:
+        assert e["reg_ms_per_gib"] is None and e["reason"], e
+cpu = {e["kind"]: e for e in out["cpu"]}
+assert set(cpu) == set(kinds), cpu
+for kind, e in cpu.items():
+    assert e["read_mib_s"] > 0 and e["write_mib_s"] > 0, e
+if "malloc" in cpu:
+    assert cpu["malloc"]["read_vs_malloc"] == 1.0, cpu["malloc"]
+txt = open(d + "/proof.txt").read()
+assert "stand-in: the suite's stand-in HIP runtime on sp_gpusim, not a GPU" in txt, txt[:2000]
+assert "CPU read MiB/s" in txt and "x staged" in txt, txt[:2000]
+svg = ET.parse(d + "/proof.svg").getroot()
+assert svg.tag.endswith("svg"), svg.tag
+assert "STAND-IN, NOT A GPU" in open(d + "/proof.svg").read()
+if want_rc == 1:
+    assert seen_none and any(c["verdict"] == "never" for c in cells.values()), "no cell never"
+    assert any(e["measured"] for e in rdma.values()), "nothing measured"
+print("# %d rdma entries, %d without figures (never/unavailable)" % (len(rdma), seen_none))
+assert rc == want_rc, (rc, want_rc)
+PY
+}
+t0=$SECONDS
+ok numbers_for_every_cell_with_a_verdict numbers nums none malloc,hip-malloc,sp-import reg_mr,sp_reg_mr,staged 0
+echo "# numbers_for_every_cell_with_a_verdict took $((SECONDS - t0)) s"
+# GPU writes lost: every gpu-write cell of GPU-written memory is "never"
+# (exit 1), its READ figures are not measured; peer-write's WRITE are
+t0=$SECONDS
+ok numbers_none_where_never numbers lost lost host-coherent sp_reg_mr,staged 1
+echo "# numbers_none_where_never took $((SECONDS - t0)) s"
+
 ok table_form sh -c "SP_GPURT_HOLD=device '$ctl' gpu proof --kinds host-coherent --routes reg_mr --directions gpu-write --size 4K --repeat 1 --quiet | grep -E '^ *host-coherent +reg_mr +gpu-write +device +0/1 +0/1 +1/1 +1/1 '"
 ok table_form_staged sh -c "SP_GPURT_HOLD=stream '$ctl' gpu proof --kinds hip-malloc --routes staged --directions gpu-write --size 4K --repeat 1 --quiet | grep -E '^ *hip-malloc +staged +gpu-write +stream +0/1 +1/1 +1/1 +1/1 +staged '"
 echo "1..$n"

@@ -58,6 +58,28 @@ expect proof_bad_repeat 2 stderr 'proof: --repeat takes a number from 1 to 1000,
 expect proof_same_devices 2 stderr 'proof: --local and --peer name the same device' -- gpu proof --local rxe0 --peer rxe0
 expect proof_extra 2 stderr 'unexpected argument "now"' -- gpu proof now
 expect json_usage_error 2 stderr 'unexpected argument "x"' -- -j gpu runtime x
+# --numbers' options, --out
+expect help_numbers 0 stdout '^  --numbers         also measure, for every cell with a verdict: the peer.s RDMA$' -- gpu proof --help
+expect help_out 0 stdout '^  --out DIR         also write DIR/proof.json, DIR/proof.txt and \(with --numbers$' -- gpu proof --help
+expect proof_min_msg_not_power 2 stderr 'proof: --min-msg takes a power of two from 4K to 1G, not "5000"' -- gpu proof --numbers --min-msg 5000
+expect proof_min_msg_small 2 stderr 'proof: --min-msg takes a power of two from 4K to 1G, not "2K"' -- gpu proof --numbers --min-msg 2K
+expect proof_max_msg_big 2 stderr 'proof: --max-msg takes a power of two from 4K to 1G, not "2G"' -- gpu proof --numbers --max-msg 2G
+expect proof_min_above_max 2 stderr 'proof: --min-msg is larger than --max-msg' -- gpu proof --numbers --min-msg 64K --max-msg 16K
+expect proof_bad_iters 2 stderr 'proof: --iters takes a number from 1 to 100000, not "0"' -- gpu proof --numbers --iters 0
+expect proof_msg_without_numbers 2 stderr 'proof: --min-msg, --max-msg and --iters go with --numbers' -- gpu proof --max-msg 1M
+expect proof_iters_without_numbers 2 stderr 'proof: --min-msg, --max-msg and --iters go with --numbers' -- gpu proof --iters 4
+expect proof_out_empty 2 stderr 'proof: --out needs a directory' -- gpu proof --out ''
+expect proof_out_missing_arg 2 stderr 'unknown option "--out", or it lacks its argument' -- gpu proof --out
+expect proof_unknown_flag 2 stderr 'proof: unknown option "--numbers-only"' -- gpu proof --numbers-only
+expect runtime_refuses_numbers 2 stderr 'runtime: unknown option "--numbers"' -- gpu runtime --numbers
+: > "$out/a-file"
+# --out is checked before the runtime is loaded: exit 1, not 4
+expect proof_out_is_a_file 1 stderr "proof: --out $out/a-file: not a directory" -- gpu proof --numbers --out "$out/a-file" --hip-lib "$PWD/$out/none.so"
+expect proof_out_cannot_create 1 stderr "proof: --out $out/a-file/sub: cannot create it: Not a directory" -- gpu proof --out "$out/a-file/sub" --hip-lib "$PWD/$out/none.so"
+# a good --out is made, then the absent runtime stops the run
+expect proof_out_made_then_absent 4 stderr "cannot load $PWD/$out/none.so" -- gpu proof --numbers --out "$out/made" --hip-lib "$PWD/$out/none.so"
+[ -d "$out/made" ]
+result $? proof_out_dir_created "no $out/made"
 
 # absent
 if ldconfig -p 2> /dev/null | grep -Eq 'libamdhip64\.so(\.[67])? '; then

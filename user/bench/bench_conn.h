@@ -57,6 +57,17 @@ int sp_bench_write_pingpong(struct sp_conn *c, struct sp_bench_mem *m, size_t ha
 			     bool client, double *lat);
 int sp_bench_send_pingpong(struct sp_conn *c, struct sp_bench_mem *m, size_t half,
 			    size_t size, uint64_t n, bool client, double *lat);
+/*
+ * bench_rdma.c's bandwidth loop: @n WRITEs or READs of @size from @m at
+ * offset 0 to @raddr/@rkey, @depth outstanding, every min(@depth/2, 64)th
+ * signalled; the seconds taken into @secs. strixpeerctl gpu proof's
+ * figures use it too.
+ */
+int sp_bench_bw_run(struct sp_conn *c, enum ibv_wr_opcode op, struct sp_bench_mem *m,
+		    size_t size, uint64_t raddr, uint32_t rkey, uint64_t n, unsigned int depth,
+		    double *secs);
+/* The median of @v[0..@n), sorting @v. */
+double sp_bench_median(double *v, uint64_t n);
 int sp_bench_send_sink(struct sp_conn *c, struct sp_bench_mem *m, size_t half,
 			size_t size, uint64_t n);
 

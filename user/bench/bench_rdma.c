@@ -287,10 +287,9 @@ static uint64_t sp_bw_iters(const struct sp_bench_opts *o, size_t size)
 	return it < 8 ? 8 : it;
 }
 
-/* @n WRITEs or READs of @size, @depth outstanding; seconds taken. */
-static int sp_bw_run(struct sp_conn *c, enum ibv_wr_opcode op, struct sp_bench_mem *m,
-		     size_t size, uint64_t raddr, uint32_t rkey, uint64_t n, unsigned int depth,
-		     double *secs)
+int sp_bench_bw_run(struct sp_conn *c, enum ibv_wr_opcode op, struct sp_bench_mem *m,
+		    size_t size, uint64_t raddr, uint32_t rkey, uint64_t n, unsigned int depth,
+		    double *secs)
 {
 	unsigned int every = depth / 2 ? (depth / 2 < 64 ? depth / 2 : 64) : 1;
 	uint64_t posted = 0, done = 0;
@@ -320,7 +319,7 @@ static int sp_bw_run(struct sp_conn *c, enum ibv_wr_opcode op, struct sp_bench_m
 	return 0;
 }
 
-static double sp_median(double *v, uint64_t n)
+double sp_bench_median(double *v, uint64_t n)
 {
 	for (uint64_t i = 1; i < n; i++) {	/* insertion sort: n is small */
 		double x = v[i];
@@ -363,9 +362,9 @@ static int sp_measure(struct sp_bench *b, struct sp_conn *c, unsigned int op, si
 		if (ret)
 			return ret;
 	}
-	ret = sp_bw_run(c, opc, m, size, raddr, rkey, warm, depth, &secs);
+	ret = sp_bench_bw_run(c, opc, m, size, raddr, rkey, warm, depth, &secs);
 	if (!ret)
-		ret = sp_bw_run(c, opc, m, size, raddr, rkey, n, depth, &secs);
+		ret = sp_bench_bw_run(c, opc, m, size, raddr, rkey, n, depth, &secs);
 	if (!ret && op == 2)
 		ret = sp_bench_recv_msg(c, &q, SP_MSG_DONE);
 	if (ret)
@@ -414,7 +413,7 @@ static int sp_measure(struct sp_bench *b, struct sp_conn *c, unsigned int op, si
 			ret = sp_bench_fail(ENOMEM, "out of memory");
 		else {
 			s->iters = ln;
-			sp_bench_add(s, k, sp_median(lat + lwarm, ln));
+			sp_bench_add(s, k, sp_bench_median(lat + lwarm, ln));
 		}
 	}
 	free(lat);

@@ -2,23 +2,19 @@
 /*
  * strixpeerctl bench's report of a run (struct sp_bench): the statistics
  * of each series (median, min, max, ratios to malloc and THP), JSON, the
- * text table, and the SVG plot (gnuplot run with an argument vector, no
- * shell).
+ * text table, and the SVG plot's panels (plot.c draws them).
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "strixpeer.h"
 #include "bench_int.h"
+#include "plot.h"
 
 #define MiB		((uint64_t)1024 * 1024)
 
@@ -326,155 +322,49 @@ int sp_bench_write_table(const struct sp_bench *b, FILE *f)
 	return ferror(f) ? sp_bench_fail(EIO, "writing the report failed") : 0;
 }
 
-/* @s as a gnuplot single-quoted string: a quote inside is doubled. */
-static void sp_gp_str(FILE *f, const char *s)
-{
-	fputc('\'', f);
-	for (; *s; s++) {
-		if (*s == '\'')
-			fputc('\'', f);
-		fputc(*s, f);
-	}
-	fputc('\'', f);
-}
-
-/*
- * Run gnuplot on @gp, its output and errors into @log: an argument vector,
- * no shell, so no path needs quoting. Returns gnuplot's wait status, or
- * -errno when it could not be started (-ENOENT: not installed).
- */
-static int sp_run_gnuplot(const char *gp, const char *log)
-{
-	char *const argv[] = { (char *)"gnuplot", (char *)gp, NULL };
-	posix_spawn_file_actions_t fa;
-	pid_t pid;
-	int ret, st;
-
-	ret = posix_spawn_file_actions_init(&fa);
-	if (ret)
-		return -ret;
-	ret = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (!ret)
-		ret = posix_spawn_file_actions_addopen(&fa, 1, log,
-						       O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (!ret)
-		ret = posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	if (!ret)
-		ret = posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (ret)
-		return -ret;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
-	return st;
-}
-
 int sp_bench_write_plot(const struct sp_bench *b, const char *svg)
 {
 	static const char *const ops[] = { "write_bw", "read_bw", "send_bw" };
-	char dat[4096], gp[4096], log[4096], title[512];
-	bool have = false, op_has[3] = { false }, kind_has[3][SP_BENCH_NR_KINDS] = { { false } };
-	int st, panels = 0;
-	FILE *f;
+	const char *names[SP_BENCH_NR_KINDS];
+	struct sp_plot_panel p[3];
+	uint64_t *x[3] = { NULL };
+	double *y[3] = { NULL };
+	char title[512];
+	int ret = 0;
 
-	if (snprintf(dat, sizeof(dat), "%s.dat", svg) >= (int)sizeof(dat) ||
-	    snprintf(gp, sizeof(gp), "%s.gp", svg) >= (int)sizeof(gp) ||
-	    snprintf(log, sizeof(log), "%s.log", svg) >= (int)sizeof(log))
-		return sp_bench_fail(ENAMETOOLONG, "plot path too long");
-	/* the one character a gnuplot string cannot hold */
-	if (strchr(svg, '\n'))
-		return sp_bench_fail(EINVAL, "plot path must not contain a newline");
-	/* a panel per figure that was run, a line per kind with a value in it */
-	for (size_t i = 0; i < b->nr_series; i++) {
-		const struct sp_bench_series *s = &b->series[i];
-
-		for (size_t j = 0; j < 3 && sp_is_rdma(s); j++) {
-			if (strcmp(s->figure, ops[j]))
-				continue;
-			for (int k = 0; k < SP_BENCH_NR_KINDS; k++) {
-				if (isnan(sp_stats_of(s, k).median))
-					continue;
-				kind_has[j][k] = true;
-				have = op_has[j] = true;
-			}
-		}
-	}
-	if (!have)
-		return sp_bench_fail(ENODATA, "no RDMA bandwidth figures to plot");
-	for (size_t j = 0; j < 3; j++)
-		panels += op_has[j];
-	f = fopen(dat, "we");
-	if (!f)
-		return sp_bench_fail(errno, "%s: %s", dat, strerror(errno));
+	for (int k = 0; k < SP_BENCH_NR_KINDS; k++)
+		names[k] = sp_bench_kind_name(k);
+	/* a panel per figure, a row per message size, a column per kind */
 	for (size_t j = 0; j < 3; j++) {
-		fprintf(f, "# %s: size", ops[j]);
-		for (int k = 0; k < SP_BENCH_NR_KINDS; k++)
-			fprintf(f, " %s", sp_bench_kind_name(k));
-		fputc('\n', f);
+		size_t rows = 0;
+
+		x[j] = calloc(b->nr_series + 1, sizeof(*x[j]));
+		y[j] = calloc((b->nr_series + 1) * SP_BENCH_NR_KINDS, sizeof(*y[j]));
+		if (!x[j] || !y[j]) {
+			ret = sp_bench_fail(ENOMEM, "out of memory");
+			goto out;
+		}
 		for (size_t i = 0; i < b->nr_series; i++) {
 			const struct sp_bench_series *s = &b->series[i];
 
 			if (!sp_is_rdma(s) || strcmp(s->figure, ops[j]))
 				continue;
-			fprintf(f, "%" PRIu64, s->msg_size);
-			for (int k = 0; k < SP_BENCH_NR_KINDS; k++) {
-				double m = sp_stats_of(s, k).median;
-
-				if (isnan(m))
-					fputs(" NaN", f);
-				else
-					fprintf(f, " %.6g", m);
-			}
-			fputc('\n', f);
+			x[j][rows] = s->msg_size;
+			for (int k = 0; k < SP_BENCH_NR_KINDS; k++)
+				y[j][rows * SP_BENCH_NR_KINDS + k] = sp_stats_of(s, k).median;
+			rows++;
 		}
-		fputs("\n\n", f);
+		p[j] = (struct sp_plot_panel){ .name = ops[j], .nrows = rows, .x = x[j],
+					       .ncols = SP_BENCH_NR_KINDS, .col_names = names,
+					       .y = y[j] };
 	}
-	if (fclose(f))
-		return sp_bench_fail(errno, "%s: %s", dat, strerror(errno));
-
-	f = fopen(gp, "we");
-	if (!f)
-		return sp_bench_fail(errno, "%s: %s", gp, strerror(errno));
 	snprintf(title, sizeof(title), "strixpeer bench: kernel %s, %s, median of %u",
 		 b->kernel, b->mode, b->o.repeat);
-	title[strcspn(title, "\n")] = '\0';
-	fputs("set terminal svg size 1200,420 dynamic noenhanced font 'sans,11'\nset output ", f);
-	sp_gp_str(f, svg);
-	fprintf(f, "\nset multiplot layout 1,%d title ", panels);
-	sp_gp_str(f, title);
-	fputs("\nset logscale x 2\nset format x '%.0b%B'\nset xlabel 'message size'\n"
-	      "set ylabel 'MiB/s'\nset key top left\nset grid\n", f);
+	ret = sp_plot_svg(svg, title, "MiB/s", 1200, 420, p, 3);
+out:
 	for (size_t j = 0; j < 3; j++) {
-		bool first = true;
-
-		if (!op_has[j])
-			continue;
-		fprintf(f, "set title '%s'\nplot ", ops[j]);
-		for (int k = 0; k < SP_BENCH_NR_KINDS; k++) {
-			if (!kind_has[j][k])
-				continue;
-			fputs(first ? "" : ", ", f);
-			first = false;
-			sp_gp_str(f, dat);
-			fprintf(f, " index %zu using 1:%d with linespoints title '%s'", j, k + 2,
-				sp_bench_kind_name(k));
-		}
-		fputc('\n', f);
+		free(x[j]);
+		free(y[j]);
 	}
-	fputs("unset multiplot\n", f);
-	if (fclose(f))
-		return sp_bench_fail(errno, "%s: %s", gp, strerror(errno));
-
-	st = sp_run_gnuplot(gp, log);
-	if (st == -ENOENT) {
-		unlink(log);	/* opened for a gnuplot that never ran */
-		return sp_bench_fail(ENOENT, "gnuplot is not installed (apt install gnuplot-nox); data in %s, script in %s",
-				     dat, gp);
-	}
-	if (st < 0)
-		return sp_bench_fail(-st, "cannot run gnuplot: %s", strerror(-st));
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		return sp_bench_fail(EIO, "gnuplot %s failed (status %d, see %s)", gp, st, log);
-	return 0;
+	return ret;
 }

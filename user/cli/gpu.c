@@ -27,7 +27,8 @@ const char gpu_usage[] =
 	"strixpeerctl [-j] gpu runtime [--hip-lib FILE] [--hsa-lib FILE]\n"
 	"strixpeerctl [-j] gpu proof [--kinds LIST] [--routes LIST] [--directions LIST]\n"
 	"                 [--size BYTES] [--repeat N] [--local DEV] [--peer DEV]\n"
-	"                 [--hip-lib FILE] [--hsa-lib FILE] [--quiet]\n"
+	"                 [--numbers [--min-msg BYTES] [--max-msg BYTES] [--iters N]]\n"
+	"                 [--out DIR] [--hip-lib FILE] [--hsa-lib FILE] [--quiet]\n"
 	"\n"
 	"  runtime           load ROCm's HIP and HSA runtime (dlopen), show its version\n"
 	"                    and GPUs\n"
@@ -44,6 +45,15 @@ const char gpu_usage[] =
 	"  --repeat N        trials per fence, 1-1000 (10)\n"
 	"  --local DEV       the RDMA device the memory is registered on\n"
 	"  --peer DEV        the device whose queue pair reads and writes it\n"
+	"  --numbers         also measure, for every cell with a verdict: the peer's RDMA\n"
+	"                    WRITE and READ bandwidth and latency per message size\n"
+	"                    beside host staging, registration time per GiB, the CPU's\n"
+	"                    read and write bandwidth of each kind\n"
+	"  --min-msg BYTES   smallest message, a power of two from 4K (4K)\n"
+	"  --max-msg BYTES   largest message, a power of two up to 1G (32M)\n"
+	"  --iters N         operations per figure, 1-100000, fewer for big messages (32)\n"
+	"  --out DIR         also write DIR/proof.json, DIR/proof.txt and (with --numbers\n"
+	"                    and gnuplot) DIR/proof.svg; DIR is created if need be\n"
 	"  --hip-lib FILE    the HIP library to load ($STRIXPEER_HIP_LIB; else\n"
 	"                    libamdhip64.so, .so.7, .so.6)\n"
 	"  --hsa-lib FILE    the HSA library ($STRIXPEER_HSA_LIB; else libhsa-runtime64.so, .so.1)\n"
@@ -105,6 +115,11 @@ static int gpu_opts(const char *cmd, int argc, char **argv, struct gpu_args *a)
 		{ "local", required_argument, NULL, 'l' },
 		{ "peer", required_argument, NULL, 'p' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "numbers", no_argument, NULL, 'N' },
+		{ "min-msg", required_argument, NULL, 'm' },
+		{ "max-msg", required_argument, NULL, 'M' },
+		{ "iters", required_argument, NULL, 'i' },
+		{ "out", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool proof = !strcmp(cmd, "proof");
@@ -158,6 +173,28 @@ static int gpu_opts(const char *cmd, int argc, char **argv, struct gpu_args *a)
 		case 'q':
 			a->quiet = true;
 			break;
+		case 'N':
+			a->o.numbers = true;
+			break;
+		case 'm':
+		case 'M':
+			if (parse_bytes(optarg, &bytes) || bytes < 4096 || bytes > (1ULL << 30) ||
+			    (bytes & (bytes - 1)))
+				return bad_usage("gpu", "%s: %s takes a power of two from 4K to 1G, not \"%s\"",
+						 cmd, c == 'm' ? "--min-msg" : "--max-msg", optarg);
+			*(c == 'm' ? &a->o.min_msg : &a->o.max_msg) = (size_t)bytes;
+			a->msg_given = true;
+			break;
+		case 'i':
+			ret = gpu_number(cmd, "--iters", optarg, 1, 100000, &v);
+			a->o.iters = (unsigned int)v;
+			a->msg_given = true;
+			break;
+		case 'o':
+			if (!optarg[0])
+				return bad_usage("gpu", "%s: --out needs a directory", cmd);
+			a->out = optarg;
+			break;
 		default:
 			return bad_usage("gpu", "%s: unknown option \"%s\", or it lacks its argument",
 					 cmd, argv[optind - 2]);
@@ -169,6 +206,10 @@ static int gpu_opts(const char *cmd, int argc, char **argv, struct gpu_args *a)
 		return bad_usage("gpu", "unexpected argument \"%s\"", argv[optind - 1]);
 	if (a->o.local_dev && a->o.peer_dev && !strcmp(a->o.local_dev, a->o.peer_dev))
 		return bad_usage("gpu", "%s: --local and --peer name the same device", cmd);
+	if (a->msg_given && !a->o.numbers)
+		return bad_usage("gpu", "%s: --min-msg, --max-msg and --iters go with --numbers", cmd);
+	if (a->o.min_msg > a->o.max_msg)
+		return bad_usage("gpu", "%s: --min-msg is larger than --max-msg", cmd);
 	return 0;
 }
 
@@ -192,6 +233,9 @@ static void gpu_args_init(struct gpu_args *a)
 	a->o.kinds = (1U << SP_GP_NR_KINDS) - 1;
 	a->o.routes = (1U << SP_GP_NR_ROUTES) - 1;
 	a->o.dirs = (1U << SP_GP_NR_DIRS) - 1;
+	a->o.min_msg = 4096;
+	a->o.max_msg = 32 << 20;
+	a->o.iters = 32;
 }
 
 static int cmd_gpu_runtime(int argc, char **argv)
@@ -253,6 +297,11 @@ static int cmd_gpu_proof(int argc, char **argv)
 	ret = gpu_opts("proof", argc, argv, &a);
 	if (ret)
 		return ret;
+	if (a.out) {
+		ret = gpu_out_dir(a.out);
+		if (ret)
+			return ret;
+	}
 	ret = gpu_open(&rt, &a);
 	if (ret)
 		return ret;

@@ -3,16 +3,24 @@
  * strixpeerctl gpu proof: runs user/gpu/proof.c's visibility matrix and
  * prints its report through print.c: the node's facts, then one row per
  * cell (kind, route, direction, the weakest fence that was always enough,
- * and per fence the trials that were right), as a table or JSON (-j).
+ * and per fence the trials that were right), then with --numbers the
+ * figures (gpu_numbers.c), as a table or JSON (-j); with --out DIR the
+ * same report into DIR/proof.json and DIR/proof.txt, and the figures'
+ * plot into DIR/proof.svg.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "gpu_cli.h"
 #include "print.h"
 #include "util.h"
+#include "bench/bench.h"
 
 static void gpu_progress(const char *msg)
 {
@@ -39,7 +47,7 @@ static void gpu_print_facts(const struct sp_gp_facts *f)
 	pr_obj_close();
 }
 
-static void gpu_print_cell(const struct sp_gp_cell *c)
+static void gpu_print_cell(const struct sp_gp_cell *c, bool json)
 {
 	char text[64];
 
@@ -53,7 +61,7 @@ static void gpu_print_cell(const struct sp_gp_cell *c)
 		pr_str("verdict", "weakest fence", "never");
 	else
 		pr_str("verdict", "weakest fence", sp_gp_fence_names[c->weakest]);
-	if (cli_json) {
+	if (json) {
 		pr_bool("available", NULL, c->available);
 		if (c->reason[0])
 			pr_str("reason", NULL, c->reason);
@@ -83,12 +91,129 @@ static void gpu_print_cell(const struct sp_gp_cell *c)
 	pr_obj_close();
 }
 
+/* The report's version: bumped when a field changes meaning or goes away. */
+#define GPU_REPORT_VERSION	2
+
+/* The whole report through print.c; the exit status it calls for. */
+static int gpu_report(const struct sp_gp_result *res, const struct sp_gp_opts *o, bool json)
+{
+	int status = 0;
+
+	pr_obj_open(NULL);
+	pr_u64("report_version", "report version", GPU_REPORT_VERSION);
+	gpu_print_facts(&res->facts);
+	pr_obj_open_label("options", "options");
+	pr_bytes("size", "bytes per trial", o->size);
+	pr_u64("repeat", "trials per fence", o->repeat);
+	pr_obj_close();
+	if (res->rdma_reason[0])
+		pr_str("rdma_unavailable", "RDMA unavailable", res->rdma_reason);
+	else
+		pr_null("rdma_unavailable", "RDMA unavailable", "no");
+	pr_arr_open("cells", NULL);
+	for (unsigned int i = 0; i < res->ncells; i++) {
+		const struct sp_gp_cell *c = &res->cells[i];
+
+		gpu_print_cell(c, json);
+		if (c->runs[0] && c->weakest < 0)
+			status = 1;
+	}
+	pr_arr_close();
+	gpu_print_numbers(res, json);
+	pr_obj_close();
+	pr_done();
+	return status;
+}
+
+int gpu_out_dir(const char *dir)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "strixpeerctl: gpu proof: --out %s: cannot create it: %s\n", dir,
+			strerror(errno));
+		return 1;
+	}
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "strixpeerctl: gpu proof: --out %s: not a directory\n", dir);
+		return 1;
+	}
+	if (access(dir, W_OK | X_OK)) {
+		fprintf(stderr, "strixpeerctl: gpu proof: --out %s: cannot write into it: %s\n",
+			dir, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+/* The report into @dir/@name, as JSON (pretty) or the table; 0 or 1. */
+static int gpu_report_file(const struct sp_gp_result *res, const struct sp_gp_opts *o,
+			   const char *dir, const char *name, bool json)
+{
+	char path[4096];
+	int fd, saved, bad;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fflush(stdout);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	saved = fd < 0 ? -1 : dup(1);
+	if (fd < 0 || saved < 0 || dup2(fd, 1) < 0) {
+		fprintf(stderr, "strixpeerctl: gpu proof: %s: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		if (saved >= 0)
+			close(saved);
+		return 1;
+	}
+	close(fd);
+	pr_init(json, true);
+	gpu_report(res, o, json);
+	bad = fflush(stdout) || ferror(stdout);
+	clearerr(stdout);
+	dup2(saved, 1);
+	close(saved);
+	if (bad) {
+		fprintf(stderr, "strixpeerctl: gpu proof: writing %s failed\n", path);
+		return 1;
+	}
+	return 0;
+}
+
+/* --out: proof.json, proof.txt and the plot; 0 or 1. */
+static int gpu_out(const struct sp_gp_result *res, const struct sp_gp_opts *o, const char *dir)
+{
+	char svg[4096];
+	int ret;
+
+	if (gpu_report_file(res, o, dir, "proof.json", true) ||
+	    gpu_report_file(res, o, dir, "proof.txt", false))
+		return 1;
+	if (!res->numbers.run) {
+		fprintf(stderr, "strixpeerctl: gpu proof: no %s/proof.svg: no figures to plot (--numbers)\n",
+			dir);
+		return 0;
+	}
+	snprintf(svg, sizeof(svg), "%s/proof.svg", dir);
+	ret = gpu_plot_numbers(res, svg);
+	if (ret == -ENOENT || ret == -ENODATA) {
+		/* the report stands without its picture */
+		fprintf(stderr, "strixpeerctl: gpu proof: no %s: %s\n", svg, sp_bench_errmsg());
+		return 0;
+	}
+	if (ret) {
+		fprintf(stderr, "strixpeerctl: gpu proof: %s: %s\n", svg,
+			ret == -ENOMEM ? "out of memory" : sp_bench_errmsg());
+		return 1;
+	}
+	return 0;
+}
+
 int gpu_proof_run(const struct sp_hiprt *rt, const struct gpu_args *a)
 {
 	struct sp_gp_opts o = a->o;
 	struct sp_gp_result *res = calloc(1, sizeof(*res));
 	char err[512];
-	int ret, status = 0;
+	int ret, status;
 
 	if (!res) {
 		fprintf(stderr, "strixpeerctl: out of memory\n");
@@ -102,27 +227,9 @@ int gpu_proof_run(const struct sp_hiprt *rt, const struct gpu_args *a)
 		free(res);
 		return 1;
 	}
-	pr_obj_open(NULL);
-	gpu_print_facts(&res->facts);
-	pr_obj_open_label("options", "options");
-	pr_bytes("size", "bytes per trial", o.size);
-	pr_u64("repeat", "trials per fence", o.repeat);
-	pr_obj_close();
-	if (res->rdma_reason[0])
-		pr_str("rdma_unavailable", "RDMA unavailable", res->rdma_reason);
-	else
-		pr_null("rdma_unavailable", "RDMA unavailable", "no");
-	pr_arr_open("cells", NULL);
-	for (unsigned int i = 0; i < res->ncells; i++) {
-		const struct sp_gp_cell *c = &res->cells[i];
-
-		gpu_print_cell(c);
-		if (c->runs[0] && c->weakest < 0)
-			status = 1;
-	}
-	pr_arr_close();
-	pr_obj_close();
-	pr_done();
+	status = gpu_report(res, &o, cli_json);
+	if (a->out && gpu_out(res, &o, a->out))
+		status = 1;
 	if (res->rdma_reason[0]) {
 		fprintf(stderr, "strixpeerctl: gpu proof: %s\n", res->rdma_reason);
 		status = 1;

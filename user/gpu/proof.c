@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * strixpeerctl gpu proof's engine: the memory kinds, the loopback pair
- * (user/rdma/rc.h's queue pairs on two devices of this node) and the
- * trials of the visibility matrix (proof.h says what each one does).
+ * strixpeerctl gpu proof's engine: the loopback pair (user/rdma/rc.h's
+ * queue pairs on two devices of this node) and the trials of the
+ * visibility matrix (proof.h says what each one does); the memory kinds
+ * are kinds.c's, the figures numbers.c's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -13,235 +14,15 @@
 #include <sys/mman.h>
 #include <infiniband/verbs.h>
 
-#include "gpu/proof.h"
-#include "rdma/rc.h"
-#include "strixpeer.h"
-
-#define GP_WAIT_MS	120000	/* one RDMA operation: generous for a loaded TCG guest */
-
-const char *const sp_gp_kind_names[SP_GP_NR_KINDS] = {
-	"malloc", "hip-malloc", "host-coherent", "host-noncoherent", "managed",
-	"fine-grained", "uncached", "sp-hostreg", "sp-import",
-};
-const char *const sp_gp_route_names[SP_GP_NR_ROUTES] = { "reg_mr", "sp_reg_mr", "staged" };
-const char *const sp_gp_dir_names[SP_GP_NR_DIRS] = { "gpu-write", "peer-write" };
-const char *const sp_gp_fence_names[SP_GP_NR_FENCES] = { "none", "stream", "device", "system" };
-
-/*
- * One allocation of a kind under test. @p is what the GPU (HIP) is given,
- * @cpu what the routes register and the peer addresses: the same, but for
- * sp-import, whose @p is HIP's mapping of the dma-buf (a GPU address a
- * real ROCm does not map for the CPU) and @cpu the strixpeer buffer's.
- */
-struct gp_mem {
-	enum sp_gp_kind kind;
-	uint8_t *p, *cpu;
-	size_t len;
-	struct sp_buf *buf;	/* sp-hostreg, sp-import */
-	bool registered;	/* sp-hostreg: hipHostRegister()ed */
-	int dmabuf;		/* sp-import: the buffer's dma-buf, or -1 */
-	sp_hip_extmem ext;	/* sp-import: HIP's import of it, or NULL */
-};
-
-/* What a run holds: the runtime, the pair, the host buffers. */
-struct gp_ctx {
-	const struct sp_hiprt *rt;
-	const struct sp_gp_opts *o;
-	struct sp_dev *dev;		/* NULL: no strixpeer module */
-	char dev_reason[160];
-	struct sp_rc local, peer;
-	struct ibv_mr *peer_mr;
-	uint8_t *peer_buf, *src, *dst, *zeros;
-	sp_hip_stream stream;		/* non-blocking (proof.h says why) */
-	uint8_t *stage;			/* staged: hipHostMalloc()ed, or NULL */
-	struct ibv_mr *stage_mr;	/* staged: its MR on the memory's device */
-	char stage_reason[200];		/* staged: why not */
-};
-
-static void gp_msg(char *err, size_t len, const char *what, const struct sp_hiprt *rt,
-		   sp_hip_err e)
-{
-	snprintf(err, len, "%s: %s", what, sp_hiprt_strerror(rt, e));
-}
-
-/*
- * sp-import: a strixpeer buffer, its dma-buf (sp_buf_export()) imported by
- * hipImportExternalMemory() and mapped for the GPU by
- * hipExternalMemoryGetMappedBuffer(). ROCm keeps its own reference to the
- * dma-buf (KFD's import) and leaves the fd to the caller: gp_free() closes
- * it after hipDestroyExternalMemory().
- */
-static int gp_alloc_import(struct gp_ctx *c, struct gp_mem *m, char *why, size_t wl)
-{
-	const struct sp_hiprt *rt = c->rt;
-	struct sp_hip_extmem_handle_desc hd;
-	struct sp_hip_extmem_buffer_desc bd;
-	void *gpu = NULL;
-	sp_hip_err e;
-	int ret;
-
-	if (!c->dev) {
-		snprintf(why, wl, "no strixpeer buffer: %s", c->dev_reason);
-		return -ENODEV;
-	}
-	if (sp_buf_alloc(c->dev, m->len, -1, 0, &m->buf) < 0) {
-		snprintf(why, wl, "sp_buf_alloc: %s", sp_errmsg());
-		return -ENOMEM;
-	}
-	ret = sp_buf_export(m->buf, SP_EXPORT_RDWR | SP_EXPORT_CLOEXEC, &m->dmabuf);
-	if (ret < 0) {
-		snprintf(why, wl, "sp_buf_export: %s", sp_errmsg());
-		m->dmabuf = -1;
-		goto out_free;
-	}
-	memset(&hd, 0, sizeof(hd));
-	hd.type = SP_HIP_EXT_MEM_OPAQUE_FD;
-	hd.handle.fd = m->dmabuf;
-	hd.size = sp_buf_size(m->buf);
-	e = rt->ImportExternalMemory(&m->ext, &hd);
-	if (e) {
-		gp_msg(why, wl, "hipImportExternalMemory of a strixpeer buffer's dma-buf", rt, e);
-		m->ext = NULL;
-		ret = -EIO;
-		goto out_close;
-	}
-	memset(&bd, 0, sizeof(bd));
-	bd.size = m->len;
-	e = rt->ExternalMemoryGetMappedBuffer(&gpu, m->ext, &bd);
-	if (e || !gpu) {
-		gp_msg(why, wl, "hipExternalMemoryGetMappedBuffer", rt, e);
-		ret = -EIO;
-		goto out_destroy;
-	}
-	m->p = gpu;
-	m->cpu = sp_buf_addr(m->buf);
-	return 0;
-out_destroy:
-	rt->DestroyExternalMemory(m->ext);
-	m->ext = NULL;
-out_close:
-	close(m->dmabuf);
-	m->dmabuf = -1;
-out_free:
-	sp_buf_free(m->buf);
-	m->buf = NULL;
-	return ret < 0 ? ret : -EIO;
-}
-
-static int gp_alloc(struct gp_ctx *c, enum sp_gp_kind kind, struct gp_mem *m, char *why,
-		    size_t wl)
-{
-	const struct sp_hiprt *rt = c->rt;
-	size_t len = c->o->size;
-	void *p = NULL;
-	sp_hip_err e = 0;
-	const char *what = "";
-
-	memset(m, 0, sizeof(*m));
-	m->kind = kind;
-	m->len = len;
-	m->dmabuf = -1;
-	switch (kind) {
-	case SP_GP_MALLOC:
-		if (posix_memalign(&p, 4096, len)) {
-			snprintf(why, wl, "posix_memalign: out of memory");
-			return -ENOMEM;
-		}
-		break;
-	case SP_GP_HIP_MALLOC:
-		what = "hipMalloc";
-		e = rt->Malloc(&p, len);
-		break;
-	case SP_GP_HOST_COHERENT:
-		what = "hipHostMalloc(hipHostMallocCoherent)";
-		e = rt->HostMalloc(&p, len, SP_HIP_HOST_MALLOC_COHERENT);
-		break;
-	case SP_GP_HOST_NONCOHERENT:
-		what = "hipHostMalloc(hipHostMallocNonCoherent)";
-		e = rt->HostMalloc(&p, len, SP_HIP_HOST_MALLOC_NON_COHERENT);
-		break;
-	case SP_GP_MANAGED:
-		what = "hipMallocManaged";
-		e = rt->MallocManaged(&p, len, SP_HIP_MEM_ATTACH_GLOBAL);
-		break;
-	case SP_GP_FINE:
-		what = "hipExtMallocWithFlags(hipDeviceMallocFinegrained)";
-		e = rt->ExtMallocWithFlags(&p, len, SP_HIP_DEVICE_MALLOC_FINEGRAINED);
-		break;
-	case SP_GP_UNCACHED:
-		what = "hipExtMallocWithFlags(hipDeviceMallocUncached)";
-		e = rt->ExtMallocWithFlags(&p, len, SP_HIP_DEVICE_MALLOC_UNCACHED);
-		break;
-	case SP_GP_SP_HOSTREG:
-		if (!c->dev) {
-			snprintf(why, wl, "no strixpeer buffer: %s", c->dev_reason);
-			return -ENODEV;
-		}
-		if (sp_buf_alloc(c->dev, len, -1, 0, &m->buf) < 0) {
-			snprintf(why, wl, "sp_buf_alloc: %s", sp_errmsg());
-			return -ENOMEM;
-		}
-		p = sp_buf_addr(m->buf);
-		what = "hipHostRegister(hipHostRegisterMapped) of a strixpeer buffer";
-		e = rt->HostRegister(p, len, SP_HIP_HOST_REGISTER_MAPPED);
-		m->registered = !e;
-		break;
-	case SP_GP_SP_IMPORT:
-		return gp_alloc_import(c, m, why, wl);
-	default:
-		return -EINVAL;
-	}
-	m->p = p;
-	m->cpu = p;
-	if (e) {
-		gp_msg(why, wl, what, rt, e);
-		if (kind == SP_GP_SP_HOSTREG)
-			sp_buf_free(m->buf);
-		m->p = NULL;
-		m->cpu = NULL;
-		return -EIO;
-	}
-	return 0;
-}
-
-static void gp_free(struct gp_ctx *c, struct gp_mem *m)
-{
-	const struct sp_hiprt *rt = c->rt;
-
-	if (!m->p)
-		return;
-	switch (m->kind) {
-	case SP_GP_MALLOC:
-		free(m->p);
-		break;
-	case SP_GP_HOST_COHERENT:
-	case SP_GP_HOST_NONCOHERENT:
-		rt->HostFree(m->p);
-		break;
-	case SP_GP_SP_HOSTREG:
-		if (m->registered)
-			rt->HostUnregister(m->p);
-		sp_buf_free(m->buf);
-		break;
-	case SP_GP_SP_IMPORT:
-		rt->Free(m->p);		/* the mapped buffer holds the import too */
-		rt->DestroyExternalMemory(m->ext);
-		close(m->dmabuf);
-		sp_buf_free(m->buf);
-		break;
-	default:
-		rt->Free(m->p);
-		break;
-	}
-	m->p = NULL;
-	m->cpu = NULL;
-}
+#include "gpu/proof_int.h"
 
 /* The pair: the memory's device and the peer's, connected to each other. */
 static int gp_pair(struct gp_ctx *c, struct sp_gp_facts *f, char *why, size_t wl)
 {
-	struct ibv_qp_cap cap = { .max_send_wr = 16, .max_recv_wr = 4, .max_send_sge = 1,
+	/* the figures keep up to 32 WRITEs and 16 READs outstanding */
+	struct ibv_qp_cap cap = { .max_send_wr = 64, .max_recv_wr = 4, .max_send_sge = 1,
 				  .max_recv_sge = 1 };
+	struct sp_rc_path path = SP_RC_PATH_DEFAULT;
 	struct ibv_device **list;
 	const char *names[2] = { c->o->local_dev, c->o->peer_dev };
 	char auto_names[2][64] = { "", "" };
@@ -268,19 +49,20 @@ static int gp_pair(struct gp_ctx *c, struct sp_gp_facts *f, char *why, size_t wl
 	}
 	snprintf(f->local_dev, sizeof(f->local_dev), "%s", names[0]);
 	snprintf(f->peer_dev, sizeof(f->peer_dev), "%s", names[1]);
-	ret = sp_rc_open(&c->local, names[0], 1, 64, &cap, 0, why, wl);
+	ret = sp_rc_open(&c->local, names[0], 1, 128, &cap, 0, why, wl);
 	if (!ret)
-		ret = sp_rc_open(&c->peer, names[1], 1, 64, &cap, 0, why, wl);
+		ret = sp_rc_open(&c->peer, names[1], 1, 128, &cap, 0, why, wl);
 	if (ret)
 		return ret;
 	sp_rc_local_addr(&c->local, 0x1000, &la);
 	sp_rc_local_addr(&c->peer, 0x2000, &pa);
-	ret = sp_rc_connect(&c->local, 0x1000, &pa, NULL, why, wl);
+	path.rd_atomic = 16;
+	ret = sp_rc_connect(&c->local, 0x1000, &pa, &path, why, wl);
 	if (!ret)
-		ret = sp_rc_connect(&c->peer, 0x2000, &la, NULL, why, wl);
+		ret = sp_rc_connect(&c->peer, 0x2000, &la, &path, why, wl);
 	if (ret)
 		return ret;
-	c->peer_mr = ibv_reg_mr(c->peer.pd, c->peer_buf, c->o->size,
+	c->peer_mr = ibv_reg_mr(c->peer.pd, c->peer_buf, c->bufsz,
 				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
 				IBV_ACCESS_REMOTE_WRITE);
 	if (!c->peer_mr) {
@@ -288,51 +70,6 @@ static int gp_pair(struct gp_ctx *c, struct sp_gp_facts *f, char *why, size_t wl
 			 strerror(errno));
 		return -errno;
 	}
-	return 0;
-}
-
-/* Register @m on the memory's device by @route: its rkey, or -errno. */
-static int gp_reg(struct gp_ctx *c, struct gp_mem *m, enum sp_gp_route route,
-		  struct ibv_mr **mr, struct sp_mr **smr, struct sp_gp_cell *cell)
-{
-	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
-	static const char *const paths[] = { "", "plain", "dmabuf", "peerdirect" };
-	int ret;
-
-	if (route == SP_GP_STAGED) {
-		/* the memory stays unregistered: the staging buffer is */
-		if (!c->stage_mr) {
-			snprintf(cell->reason, sizeof(cell->reason), "%s", c->stage_reason);
-			return -ENODEV;
-		}
-		*mr = c->stage_mr;
-		snprintf(cell->reg_path, sizeof(cell->reg_path), "staged");
-		return 0;
-	}
-	if (route == SP_GP_REG_MR) {
-		*mr = ibv_reg_mr(c->local.pd, m->cpu, m->len, access);
-		if (!*mr) {
-			ret = -errno;
-			snprintf(cell->reason, sizeof(cell->reason), "ibv_reg_mr on %s: %s",
-				 c->local.name, strerror(errno));
-			return ret;
-		}
-		snprintf(cell->reg_path, sizeof(cell->reg_path), "ibv_reg_mr");
-		return 0;
-	}
-	if (!c->dev) {
-		snprintf(cell->reason, sizeof(cell->reason), "sp_reg_mr: %s", c->dev_reason);
-		return -ENODEV;
-	}
-	ret = sp_reg_mr(c->dev, c->local.pd, m->cpu, m->len, access, SP_REG_NO_CACHE, smr);
-	if (ret < 0) {
-		snprintf(cell->reason, sizeof(cell->reason), "sp_reg_mr: %s", sp_errmsg());
-		return ret;
-	}
-	*mr = sp_mr_ibv(*smr);
-	ret = sp_mr_path(*smr);
-	snprintf(cell->reg_path, sizeof(cell->reg_path), "%s",
-		 ret > 0 && ret < 4 ? paths[ret] : "?");
 	return 0;
 }
 
@@ -504,10 +241,7 @@ static void gp_cell(struct gp_ctx *c, struct gp_mem *m, struct sp_gp_cell *cell)
 				cell->first_bad[f] = bad;
 		}
 	}
-	if (smr)
-		sp_dereg_mr(smr);
-	else if (mr && mr != c->stage_mr)
-		ibv_dereg_mr(mr);
+	gp_unreg(c, mr, smr);
 	gp_verdict(cell);
 }
 
@@ -521,14 +255,14 @@ static void gp_stage_open(struct gp_ctx *c)
 	void *p = NULL;
 	sp_hip_err e;
 
-	e = c->rt->HostMalloc(&p, c->o->size, SP_HIP_HOST_MALLOC_DEFAULT);
+	e = c->rt->HostMalloc(&p, c->bufsz, SP_HIP_HOST_MALLOC_DEFAULT);
 	if (e || !p) {
 		gp_msg(c->stage_reason, sizeof(c->stage_reason),
 		       "the staging buffer: hipHostMalloc", c->rt, e);
 		return;
 	}
 	c->stage = p;
-	c->stage_mr = ibv_reg_mr(c->local.pd, c->stage, c->o->size, access);
+	c->stage_mr = ibv_reg_mr(c->local.pd, c->stage, c->bufsz, access);
 	if (!c->stage_mr)
 		snprintf(c->stage_reason, sizeof(c->stage_reason),
 			 "the staging buffer: ibv_reg_mr on %s: %s", c->local.name,
@@ -564,7 +298,9 @@ int sp_gp_run(const struct sp_hiprt *rt, const struct sp_gp_opts *o, struct sp_g
 	int ret = 0;
 
 	memset(res, 0, sizeof(*res));
+	c.bufsz = o->numbers && o->max_msg > o->size ? o->max_msg : o->size;
 	sp_gp_facts(rt, &res->facts);
+	gp_numbers_init(o, res);
 	e = rt->SetDevice(0);
 	if (!e)
 		e = rt->StreamCreateWithFlags(&c.stream, SP_HIP_STREAM_NON_BLOCKING);
@@ -574,8 +310,8 @@ int sp_gp_run(const struct sp_hiprt *rt, const struct sp_gp_opts *o, struct sp_g
 		return -EIO;
 	}
 	for (int i = 0; i < 4; i++)
-		if (posix_memalign(&bufs[i], 4096, o->size)) {
-			snprintf(err, errlen, "out of memory for %zu-byte host buffers", o->size);
+		if (posix_memalign(&bufs[i], 4096, c.bufsz)) {
+			snprintf(err, errlen, "out of memory for %zu-byte host buffers", c.bufsz);
 			ret = -ENOMEM;
 		}
 	c.peer_buf = bufs[0];
@@ -584,7 +320,7 @@ int sp_gp_run(const struct sp_hiprt *rt, const struct sp_gp_opts *o, struct sp_g
 	c.zeros = bufs[3];
 	if (ret)
 		goto out;
-	memset(c.zeros, 0, o->size);
+	memset(c.zeros, 0, c.bufsz);
 	if (sp_dev_open(NULL, &c.dev) < 0) {
 		c.dev = NULL;
 		snprintf(c.dev_reason, sizeof(c.dev_reason), "%s", sp_errmsg());
@@ -608,7 +344,7 @@ int sp_gp_run(const struct sp_hiprt *rt, const struct sp_gp_opts *o, struct sp_g
 			snprintf(msg, sizeof(msg), "gpu proof: %s", sp_gp_kind_names[k]);
 			o->progress(msg);
 		}
-		aret = gp_alloc(&c, k, &m, why, sizeof(why));
+		aret = gp_alloc(&c, k, o->size, &m, why, sizeof(why));
 		for (int r = 0; r < SP_GP_NR_ROUTES; r++) {
 			for (int d = 0; d < SP_GP_NR_DIRS; d++) {
 				struct sp_gp_cell *cell = &res->cells[res->ncells];
@@ -628,6 +364,8 @@ int sp_gp_run(const struct sp_hiprt *rt, const struct sp_gp_opts *o, struct sp_g
 			}
 		}
 		gp_free(&c, &m);
+		if (o->numbers)
+			gp_numbers_kind(&c, k, res, &res->numbers.k[k]);
 	}
 out:
 	gp_close(&c);

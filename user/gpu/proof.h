@@ -43,6 +43,25 @@
  * The "peer" is the second device's queue pair in this process; the memory
  * under test is registered on the first device's PD (ibv_reg_mr(), or
  * libstrixpeer's sp_reg_mr()).
+ *
+ * With opts.numbers, figures follow each kind's cells (numbers.c), for
+ * the routes and directions whose verdict is a fence (never for a cell
+ * "never" or "unavailable"), in a fresh allocation of max_msg bytes:
+ *
+ *   rdma:  the peer's RDMA WRITE (peer-write's verdict) and READ
+ *          (gpu-write's) of every power of two from min_msg to max_msg:
+ *          bandwidth (MiB/s, 2^20 bytes; user/bench's loop, up to 32
+ *          WRITEs or 16 READs outstanding) and latency (us, one signalled
+ *          operation and its completion, the median). On the route
+ *          "staged" the timed span holds the hipMemcpy()s too: WRITE, the
+ *          RDMA into the staging buffer then a hipMemcpy per message into
+ *          the memory; READ, a hipMemcpy per message out of the memory
+ *          then the RDMA; no overlap between the two.
+ *   reg:   ibv_reg_mr() / sp_reg_mr() (SP_REG_NO_CACHE) of the whole
+ *          allocation and its deregistration, ms per GiB (the median of 3).
+ *   cpu:   memcpy() from (read) and into (write) the kind's CPU mapping,
+ *          MiB/s (the median of 3); a kind the CPU cannot touch
+ *          (SIGSEGV/SIGBUS) says so.
  */
 #ifndef SP_GPU_PROOF_H
 #define SP_GPU_PROOF_H
@@ -85,6 +104,44 @@ struct sp_gp_opts {
 	const char *local_dev;	/* verbs device of the memory (NULL: the first) */
 	const char *peer_dev;	/* the peer's (NULL: the next one) */
 	void (*progress)(const char *msg);	/* NULL: quiet */
+	bool numbers;		/* measure the figures too */
+	size_t min_msg, max_msg;	/* their message sizes: powers of two */
+	unsigned int iters;	/* operations per figure (fewer for big messages) */
+};
+
+#define SP_GP_MAX_SIZES	20	/* 4 KiB .. 2 GiB */
+enum sp_gp_op { SP_GP_OP_WRITE, SP_GP_OP_READ, SP_GP_NR_OPS };
+extern const char *const sp_gp_op_names[SP_GP_NR_OPS];
+
+/* The peer's RDMA op into one kind by one route, per message size. */
+struct sp_gp_rdma_fig {
+	bool measured;
+	char reason[256];	/* not measured: why */
+	double bw[SP_GP_MAX_SIZES];	/* MiB/s */
+	double lat[SP_GP_MAX_SIZES];	/* us */
+	uint64_t iters[SP_GP_MAX_SIZES];	/* bandwidth operations timed */
+};
+
+struct sp_gp_kind_numbers {
+	bool allocated;
+	char reason[200];	/* not allocated: why */
+	struct sp_gp_rdma_fig rdma[SP_GP_NR_ROUTES][SP_GP_NR_OPS];
+	double reg_ms_gib[SP_GP_NR_ROUTES];	/* registration, ms per GiB; < 0: none */
+	double dereg_ms_gib[SP_GP_NR_ROUTES];
+	char reg_reason[SP_GP_NR_ROUTES][256];	/* no registration figure: why */
+	double cpu_read, cpu_write;	/* MiB/s; < 0: none */
+	char cpu_reason[200];
+};
+
+struct sp_gp_numbers {
+	bool run;
+	bool stand_in;		/* the GPU is the suite's stand-in (sp_gpusim) */
+	char source[256];	/* what the figures are figures of, said plainly */
+	unsigned int nsizes;
+	uint64_t sizes[SP_GP_MAX_SIZES];
+	unsigned int iters;
+	size_t bytes;		/* each kind's allocation for the figures */
+	struct sp_gp_kind_numbers k[SP_GP_NR_KINDS];
 };
 
 struct sp_gp_cell {
@@ -117,6 +174,7 @@ struct sp_gp_result {
 	struct sp_gp_cell cells[SP_GP_NR_KINDS * SP_GP_NR_ROUTES * SP_GP_NR_DIRS];
 	unsigned int ncells;
 	char rdma_reason[256];	/* the loopback pair could not be made: why */
+	struct sp_gp_numbers numbers;	/* opts.numbers */
 };
 
 /*
