@@ -14,8 +14,10 @@
 #
 # The outcome is a function of the probes, the kernels' headers, the
 # compiler and this script alone: a passing one is kept under a key of all
-# of them and restored when none changed (tests/lib/host-cache.sh;
-# SP_NO_CHECK_CACHE=1 runs it in full).
+# of them (the headers by content: another checkout at another path, whose
+# fetch found them unpacked or unpacked them again, has the same key) and
+# restored when none changed (tests/lib/host-cache.sh; SP_NO_CHECK_CACHE=1
+# runs it in full).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 repo=$PWD
@@ -28,7 +30,8 @@ inputs() {	# what the outcome depends on (hc_begin hashes it)
 	local name kver root
 	hc_files tests/host/conftest-check.sh tests/lib/tap.sh tests/lib/host-cache.sh \
 		tests/vm/kernels.sh Kbuild VERSION kmod include
-	echo "$kernel_list"
+	# in any order: a fetch of some names (check-one's) puts them first
+	LC_ALL=C sort <<< "$kernel_list"
 	while read -r name kver root; do
 		if [ -n "$root" ] && [ -f "$root/usr/src/linux-headers-$kver/Makefile" ]; then
 			hc_kernel "$root"
