@@ -27,16 +27,17 @@ repo=$PWD
 kernel_list=$(tests/vm/kernels.sh list 2> /dev/null)
 # shellcheck disable=SC2317 # called by hc_begin
 inputs() {	# what the outcome depends on (hc_begin hashes it)
-	local name kver root
+	local name kver root sorted
 	hc_files tests/host/conftest-check.sh tests/lib/tap.sh tests/lib/host-cache.sh \
 		tests/vm/kernels.sh Kbuild VERSION kmod include
 	# in any order: a fetch of some names (check-one's) puts them first
-	LC_ALL=C sort <<< "$kernel_list"
+	sorted=$(LC_ALL=C sort <<< "$kernel_list")
+	echo "$sorted"
 	while read -r name kver root; do
 		if [ -n "$root" ] && [ -f "$root/usr/src/linux-headers-$kver/Makefile" ]; then
 			hc_kernel "$root"
 		fi
-	done <<< "$kernel_list"
+	done <<< "$sorted"
 	hc_toolchain sh	# Kbuild runs kmod/conftest.sh with sh
 	hc_env
 }
