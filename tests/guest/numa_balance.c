@@ -21,6 +21,12 @@
 
 #define SCAN_SECONDS 30
 #define LEN (64 * MiB)
+/*
+ * Full passes of the scanner over the address space (mm->numa_scan_seq)
+ * after the one that first reached the control: in them it went past the
+ * strixpeer buffer too, with the same access history as the control.
+ */
+#define PASSES_AFTER_CONTROL 2
 
 static void kfdsim_watch(int fd, void *p, uint64_t len)
 {
@@ -81,6 +87,29 @@ static void numa_maps_policy(const void *p, char *out, size_t outlen)
 	CHECK(out[0], "no numa_maps line for %p", p);
 }
 
+/*
+ * mm->numa_scan_seq from /proc/self/sched (CONFIG_SCHED_DEBUG before 6.15,
+ * always after): bumped each time the scanner has been over the whole
+ * address space. -1 when the file does not show it.
+ */
+static long scanner_passes(void)
+{
+	char line[256];
+	long seq = -1;
+	FILE *f = fopen("/proc/self/sched", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *colon = strchr(line, ':');
+
+		if (!strncmp(line, "mm->numa_scan_seq", 17) && colon)
+			seq = strtol(colon + 1, NULL, 10);
+	}
+	fclose(f);
+	return seq;
+}
+
 static void touch_all(volatile uint8_t *p, uint64_t len)
 {
 	for (uint64_t off = 0; off < len; off += 4096)
@@ -95,8 +124,8 @@ static void pinned_buffer_not_scanned(void)
 	struct sp_buf *b;
 	uint8_t *p, *anon;
 	int fb, fa, old;
-	time_t end;
-	long passes = 0;
+	time_t start, end;
+	long passes = 0, seq, seq0 = -1;
 
 	need_two_nodes();
 	if (access(sysctl, W_OK))
@@ -115,17 +144,41 @@ static void pinned_buffer_not_scanned(void)
 
 	old = read_int(sysctl);
 	write_file(sysctl, "1");
-	end = time(NULL) + SCAN_SECONDS;
-	while (time(NULL) < end) {	/* CPU use: the scanner runs on task ticks */
+	/*
+	 * CPU use: the scanner runs on task ticks. Until it has been over
+	 * the whole address space PASSES_AFTER_CONTROL more times after
+	 * first reaching the control; where numa_scan_seq cannot be read,
+	 * or it never gets there, SCAN_SECONDS.
+	 */
+	start = time(NULL);
+	end = start + SCAN_SECONDS;
+	while (time(NULL) < end) {
 		touch_all(p, LEN);
 		touch_all(anon, LEN);
 		passes++;
+		if (passes % 256)	/* about every tenth of a second under TCG */
+			continue;
+		seq = scanner_passes();
+		if (seq < 0)
+			continue;
+		if (seq0 < 0) {
+			if (kfdsim_counts(fa).events[SP_KFDSIM_EV_PROTECTION_VMA])
+				seq0 = seq;
+		} else if (seq >= seq0 + PASSES_AFTER_CONTROL) {
+			break;
+		}
 	}
 	write_file(sysctl, old == 1 ? "1" : "0");
 	cb = kfdsim_counts(fb);
 	ca = kfdsim_counts(fa);
-	tap_diag("%d s, %ld passes: strixpeer range %llu PROTECTION_VMA (%llu in all), "
-		 "anonymous control %llu PROTECTION_VMA (%llu in all)", SCAN_SECONDS, passes,
+	seq = scanner_passes();
+	if (seq0 >= 0 && seq >= seq0 + PASSES_AFTER_CONTROL)
+		tap_diag("scan passes %ld to %ld: the control first in pass %ld", seq0, seq, seq0);
+	else
+		tap_diag("numa_scan_seq %ld (first pass on the control: %ld): ran the whole %d s",
+			 seq, seq0, SCAN_SECONDS);
+	tap_diag("%ld s, %ld passes: strixpeer range %llu PROTECTION_VMA (%llu in all), "
+		 "anonymous control %llu PROTECTION_VMA (%llu in all)", (long)(time(NULL) - start), passes,
 		 (unsigned long long)cb.events[SP_KFDSIM_EV_PROTECTION_VMA],
 		 (unsigned long long)cb.total,
 		 (unsigned long long)ca.events[SP_KFDSIM_EV_PROTECTION_VMA],

@@ -14,8 +14,10 @@
 #
 # The outcome is a function of the probes, the kernels' headers, the
 # compiler and this script alone: a passing one is kept under a key of all
-# of them and restored when none changed (tests/lib/host-cache.sh;
-# SP_NO_CHECK_CACHE=1 runs it in full).
+# of them (the headers by content: another checkout at another path, whose
+# fetch found them unpacked or unpacked them again, has the same key) and
+# restored when none changed (tests/lib/host-cache.sh; SP_NO_CHECK_CACHE=1
+# runs it in full).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 repo=$PWD
@@ -25,15 +27,17 @@ repo=$PWD
 kernel_list=$(tests/vm/kernels.sh list 2> /dev/null)
 # shellcheck disable=SC2317 # called by hc_begin
 inputs() {	# what the outcome depends on (hc_begin hashes it)
-	local name kver root
+	local name kver root sorted
 	hc_files tests/host/conftest-check.sh tests/lib/tap.sh tests/lib/host-cache.sh \
 		tests/vm/kernels.sh Kbuild VERSION kmod include
-	echo "$kernel_list"
+	# in any order: a fetch of some names (check-one's) puts them first
+	sorted=$(LC_ALL=C sort <<< "$kernel_list")
+	echo "$sorted"
 	while read -r name kver root; do
 		if [ -n "$root" ] && [ -f "$root/usr/src/linux-headers-$kver/Makefile" ]; then
 			hc_kernel "$root"
 		fi
-	done <<< "$kernel_list"
+	done <<< "$sorted"
 	hc_toolchain sh	# Kbuild runs kmod/conftest.sh with sh
 	hc_env
 }

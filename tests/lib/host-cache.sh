@@ -39,19 +39,31 @@ hc_files() {
 	find "$@" -type f ! -name conftest.h -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
 }
 
-# hc_kernel ROOT: a kernel unpacked by tests/vm/kernels.sh: every file of
-# its headers and kbuild tools (usr/) by name, type, size, time and link
-# target (dpkg-deb keeps the packages' times: another upload differs), the
-# files a build is configured by in full, and the packages it came from
+# hc_kernel ROOT: a kernel unpacked by tests/vm/kernels.sh, by content
+# alone, never by its path or its files' times (another checkout's fetch
+# may unpack the same packages again: new times, same files): its stamp
+# (the packages it came from), every entry of its headers and kbuild tools
+# (usr/) by name, type, size and link target, and every file there by
+# content but the modules (usr/lib/modules/, sid's image). Hashing some
+# 100 MB costs seconds, so the digest is kept beside the outcomes under a
+# key of the entries' names, sizes and times: the same tree is read once,
+# and a tree whose times changed is read again (same content, same digest)
 hc_kernel() {
-	local root=$1 f kdir
-	echo "kernel $root: $(cat "$root/.strixpeer-complete" 2> /dev/null)"
-	(cd "$root" && find usr -printf '%P %y %s %T@ %l\n' | LC_ALL=C sort | sha256sum)
-	for kdir in "$root"/usr/src/linux-headers-*; do
-		for f in .config Module.symvers Makefile .kernelvariables; do
-			[ ! -f "$kdir/$f" ] || echo "${kdir##*/}/$f $(sha256sum < "$kdir/$f")"
-		done
-	done
+	local root=$1 list memo sum
+	echo "kernel ${root##*/}: $(cat "$root/.strixpeer-complete" 2> /dev/null)"
+	(cd "$root" && find usr -printf '%P %y %s %l\n' | LC_ALL=C sort | sha256sum)
+	list=$(cd "$root" && find usr -printf '%P %y %s %T@ %l\n' | LC_ALL=C sort | sha256sum | cut -c1-40)
+	memo=$hc_store/kernel-content-$list.sum
+	if ! sum=$(cat "$memo" 2> /dev/null) || [ -z "$sum" ]; then
+		sum=$(cd "$root" && find usr -path usr/lib/modules -prune -o -type f -print0 |
+			LC_ALL=C sort -z | xargs -0 -r sha256sum | sha256sum | cut -c1-64)
+		if mkdir -p "$hc_store" 2> /dev/null && echo "$sum" > "$memo.tmp.$$" 2> /dev/null; then
+			mv "$memo.tmp.$$" "$memo"
+			# shellcheck disable=SC2012 # names made here, no odd characters
+			ls -t "$hc_store"/kernel-content-*.sum 2> /dev/null | tail -n +41 | xargs -r rm -f
+		fi
+	fi
+	echo "content $sum"
 }
 
 # hc_toolchain [TOOL...]: gcc (and its cc1), as, ld, make, bash and the

@@ -251,7 +251,11 @@ fetch_shared() {
 			[ -f "$h" ] && hdeb=$h
 		done
 		[ -n "$hdeb" ] || log "warning: no linux-headers-$kver .deb beside $deb"
-		stamp=$(stat -c '%n %s %Y' "$deb" ${hdeb:+"$hdeb"} | tr '\n' ' ')
+		# by content: another checkout's ../shared (another path, another
+		# copy's times) with the same packages finds this root unpacked
+		stamp=$(for f in "$deb" ${hdeb:+"$hdeb"}; do
+			echo "${f##*/} $(sha256sum <"$f" | cut -d ' ' -f 1)"
+		done | tr '\n' ' ')
 		root=$KROOTS/$kver
 		if [ -f "$root/.strixpeer-complete" ] && [ "$(cat "$root/.strixpeer-complete")" = "$stamp" ]; then
 			log "debug-$kver: cached"
