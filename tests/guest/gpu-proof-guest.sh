@@ -19,7 +19,11 @@
 # (SP_GPURT_HOLD=lost: GPU writes never land) has none and says why,
 # registration and CPU figures exist, the report says "stand-in", and
 # proof.json, proof.txt and proof.svg parse. A stand-in verdict or figure
-# says nothing about a real GPU. Prints TAP.
+# says nothing about a real GPU. Two nodes (the two Soft-RoCE devices on
+# their veth pair): gpu proof --serve on 198.18.0.2, gpu proof 198.18.0.2
+# from 198.18.0.1 gives the loopback run's verdicts, a held-back write
+# caught; the server stops on SIGTERM; no server, or bench's, is said.
+# Prints TAP.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 ctl=$PWD/build/strixpeerctl
@@ -198,18 +202,22 @@ echo "# numbers_none_where_never took $((SECONDS - t0)) s"
 # 'gpu proof 198.18.0.2' from 198.18.0.1 (rxe0), over the link; the same
 # kinds and routes give the loopback run's verdicts, the held-back writes
 # are caught the same way, and the server stops on SIGTERM.
+# listening <log> <pid>: the server's "listening" line, bounded (60 s; the
+# log printed on timeout or when the server ended first)
+listening() {
+	for _ in $(seq 600); do
+		grep -q 'listening on' "$1" && return 0
+		kill -0 "$2" 2> /dev/null || break
+		sleep 0.1
+	done
+	echo "# the server did not say it listens:"; sed 's/^/# /' "$1"
+	return 1
+}
 srv_pid=
 srv_start() {
 	"$ctl" gpu proof --serve --bind 198.18.0.2 > "$tmp/srv.log" 2>&1 &
 	srv_pid=$!
-	# its "listening" line, bounded (60 s), the log printed on timeout
-	for _ in $(seq 600); do
-		grep -q 'listening on' "$tmp/srv.log" && return 0
-		kill -0 "$srv_pid" 2> /dev/null || break
-		sleep 0.1
-	done
-	echo "# the server did not say it listens:"; sed 's/^/# /' "$tmp/srv.log"
-	return 1
+	listening "$tmp/srv.log" "$srv_pid"
 }
 two_kinds=malloc,hip-malloc,host-coherent,sp-import
 # two_node <name> <hold> <loopback run to match>: the client's JSON checked against it
@@ -281,6 +289,28 @@ no_server() {
 	[ "$rc" = 1 ] && grep -q 'cannot reach the gpu proof server at 198.18.0.2 port 18599' "$tmp/nosrv.err"
 }
 ok two_node_without_server_says_so no_server
+# Another tool's server on the port (bench --serve): its hello refuses us, and says so
+other_tool() {
+	"$ctl" bench --serve --bind 198.18.0.2 > "$tmp/bsrv.log" 2>&1 &
+	local b=$! rc
+	if ! listening "$tmp/bsrv.log" "$b"; then
+		kill -TERM "$b" 2> /dev/null
+		return 1
+	fi
+	timeout 120 "$ctl" gpu proof 198.18.0.2 --port 18515 --bind 198.18.0.1 --kinds malloc \
+		--routes reg_mr --size 4K --repeat 1 --quiet > /dev/null 2> "$tmp/other.err"
+	rc=$?
+	# bench --serve dies by SIGTERM; bounded all the same (10 s, then KILL)
+	kill -TERM "$b" 2> /dev/null
+	for _ in $(seq 100); do kill -0 "$b" 2> /dev/null || break; sleep 0.1; done
+	kill -KILL "$b" 2> /dev/null
+	wait "$b"
+	cat "$tmp/other.err"
+	sed 's/^/# bench: /' "$tmp/bsrv.log"
+	[ "$rc" = 1 ] &&
+		grep -q "refused the connection: it is 'strixpeerctl bench --serve', not 'strixpeerctl gpu proof --serve'" "$tmp/other.err"
+}
+ok two_node_other_tool_refused other_tool
 
 ok table_form sh -c "SP_GPURT_HOLD=device '$ctl' gpu proof --kinds host-coherent --routes reg_mr --directions gpu-write --size 4K --repeat 1 --quiet | grep -E '^ *host-coherent +reg_mr +gpu-write +device +0/1 +0/1 +1/1 +1/1 '"
 ok table_form_staged sh -c "SP_GPURT_HOLD=stream '$ctl' gpu proof --kinds hip-malloc --routes staged --directions gpu-write --size 4K --repeat 1 --quiet | grep -E '^ *hip-malloc +staged +gpu-write +stream +0/1 +1/1 +1/1 +1/1 +staged '"
