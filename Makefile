@@ -106,7 +106,8 @@ BENCH_LIBS := -lrdmacm -libverbs -lm
 CLI_SRC := user/cli/strixpeerctl.c user/cli/util.c user/cli/print.c user/cli/holders.c \
 	user/cli/status.c user/cli/buf.c user/cli/stats.c user/cli/config.c \
 	user/cli/monitor.c user/cli/bench.c user/cli/gpu.c user/cli/gpu_proof.c user/cli/gpu_numbers.c \
-	user/gpu/hiprt.c user/gpu/proof.c user/gpu/facts.c user/gpu/numbers.c user/gpu/kinds.c
+	user/gpu/hiprt.c user/gpu/proof.c user/gpu/facts.c user/gpu/numbers.c user/gpu/kinds.c \
+	user/gpu/peer.c
 CLI_HDR := user/cli/cli.h user/cli/util.h user/cli/print.h user/cli/holders.h user/cli/gpu_cli.h \
 	user/gpu/hiprt.h user/gpu/proof.h user/gpu/proof_int.h
 # strixpeerctl gpu (user/cli/gpu.c): ROCm's runtime is dlopen()ed

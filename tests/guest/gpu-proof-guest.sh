@@ -19,7 +19,11 @@
 # (SP_GPURT_HOLD=lost: GPU writes never land) has none and says why,
 # registration and CPU figures exist, the report says "stand-in", and
 # proof.json, proof.txt and proof.svg parse. A stand-in verdict or figure
-# says nothing about a real GPU. Prints TAP.
+# says nothing about a real GPU. Two nodes (the two Soft-RoCE devices on
+# their veth pair): gpu proof --serve on 198.18.0.2, gpu proof 198.18.0.2
+# from 198.18.0.1 gives the loopback run's verdicts, a held-back write
+# caught; the server stops on SIGTERM; no server, or bench's, is said.
+# Prints TAP.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 ctl=$PWD/build/strixpeerctl
@@ -193,6 +197,120 @@ echo "# numbers_for_every_cell_with_a_verdict took $((SECONDS - t0)) s"
 t0=$SECONDS
 ok numbers_none_where_never numbers lost lost host-coherent sp_reg_mr,staged 1
 echo "# numbers_none_where_never took $((SECONDS - t0)) s"
+
+# Two nodes: 'gpu proof --serve' on 198.18.0.2 (rxe1) is the peer of
+# 'gpu proof 198.18.0.2' from 198.18.0.1 (rxe0), over the link; the same
+# kinds and routes give the loopback run's verdicts, the held-back writes
+# are caught the same way, and the server stops on SIGTERM.
+# listening <log> <pid>: the server's "listening" line, bounded (60 s; the
+# log printed on timeout or when the server ended first)
+listening() {
+	for _ in $(seq 600); do
+		grep -q 'listening on' "$1" && return 0
+		kill -0 "$2" 2> /dev/null || break
+		sleep 0.1
+	done
+	echo "# the server did not say it listens:"; sed 's/^/# /' "$1"
+	return 1
+}
+srv_pid=
+srv_start() {
+	"$ctl" gpu proof --serve --bind 198.18.0.2 > "$tmp/srv.log" 2>&1 &
+	srv_pid=$!
+	listening "$tmp/srv.log" "$srv_pid"
+}
+two_kinds=malloc,hip-malloc,host-coherent,sp-import
+# two_node <name> <hold> <loopback run to match>: the client's JSON checked against it
+two_node() {
+	SP_GPURT_HOLD=$2 timeout 300 "$ctl" -j gpu proof 198.18.0.2 --bind 198.18.0.1 \
+		--kinds "$two_kinds" --routes reg_mr,staged --size 16K --repeat 2 --quiet \
+		> "$tmp/$1.json" 2> "$tmp/$1.err"
+	local rc=$?
+	cat "$tmp/$1.json" "$tmp/$1.err"
+	python3 - "$tmp/$1.json" "$rc" "$tmp/$3.json" "$2" << 'PY'
+import json, sys
+d, rc, lo, hold = json.load(open(sys.argv[1])), int(sys.argv[2]), json.load(open(sys.argv[3])), sys.argv[4]
+n = d["node"]
+assert d["rdma_unavailable"] is None, d["rdma_unavailable"]
+assert n["mode"] == "two-node" and n["server"] == "198.18.0.2 port 18517", n
+assert n["rdma_device"] == "rxe0" and n["peer_device"] == "rxe1", n
+assert n["server_kernel"] == n["kernel"], n
+assert lo["node"]["mode"] == "loopback" and lo["node"]["server"] is None, lo["node"]
+two = {(c["kind"], c["route"], c["direction"]): c for c in d["cells"]}
+ref = {(c["kind"], c["route"], c["direction"]): c for c in lo["cells"]}
+assert len(two) == 4 * 2 * 2, sorted(two)
+for key, c in two.items():
+    r = ref[key]
+    for f in ("verdict", "available", "registration"):
+        assert c[f] == r[f], (key, f, c[f], r[f])
+    assert all(f["trials"] == 2 for f in c["fences"]) or not c["available"], c
+    if hold != "none" and key[0] != "malloc" and key[2] == "gpu-write" and c["available"]:
+        # the held-back write is caught over two nodes too, byte 0 first
+        assert c["verdict"] == hold and c["fences"][0]["first_bad_byte"] == 0, c
+assert rc == 0, rc
+PY
+}
+srv_stop() {
+	kill -TERM "$srv_pid" 2> /dev/null
+	for _ in $(seq 300); do
+		kill -0 "$srv_pid" 2> /dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$srv_pid" 2> /dev/null; then
+		echo "# the server did not stop within 30 s:"; sed 's/^/# /' "$tmp/srv.log"
+		kill -KILL "$srv_pid"
+		return 1
+	fi
+	wait "$srv_pid"
+	local rc=$?
+	sed 's/^/# /' "$tmp/srv.log"
+	[ "$rc" = 0 ] && grep -q 'server stopped' "$tmp/srv.log" &&
+		[ "$(grep -c 'done, [0-9]* requests' "$tmp/srv.log")" = 2 ]
+}
+t0=$SECONDS
+if srv_start; then
+	ok two_node_same_verdicts_as_loopback two_node two-none none normal
+	ok two_node_held_stream_caught two_node two-stream stream held-stream
+	ok two_node_server_stops_cleanly srv_stop
+else
+	for t in two_node_same_verdicts_as_loopback two_node_held_stream_caught two_node_server_stops_cleanly; do
+		n=$((n + 1)); fail=1; echo "not ok $n $t # the server did not start"
+	done
+fi
+echo "# two-node cases took $((SECONDS - t0)) s"
+# Nobody serves: a clear error naming host and port, in bounded time
+no_server() {
+	local t=$SECONDS
+	timeout 120 "$ctl" gpu proof 198.18.0.2 --port 18599 --bind 198.18.0.1 --kinds malloc \
+		--routes reg_mr --size 4K --repeat 1 --quiet > "$tmp/nosrv.out" 2> "$tmp/nosrv.err"
+	local rc=$?
+	cat "$tmp/nosrv.err"
+	echo "# exit $rc after $((SECONDS - t)) s"
+	[ "$rc" = 1 ] && grep -q 'cannot reach the gpu proof server at 198.18.0.2 port 18599' "$tmp/nosrv.err"
+}
+ok two_node_without_server_says_so no_server
+# Another tool's server on the port (bench --serve): its hello refuses us, and says so
+other_tool() {
+	"$ctl" bench --serve --bind 198.18.0.2 > "$tmp/bsrv.log" 2>&1 &
+	local b=$! rc
+	if ! listening "$tmp/bsrv.log" "$b"; then
+		kill -TERM "$b" 2> /dev/null
+		return 1
+	fi
+	timeout 120 "$ctl" gpu proof 198.18.0.2 --port 18515 --bind 198.18.0.1 --kinds malloc \
+		--routes reg_mr --size 4K --repeat 1 --quiet > /dev/null 2> "$tmp/other.err"
+	rc=$?
+	# bench --serve dies by SIGTERM; bounded all the same (10 s, then KILL)
+	kill -TERM "$b" 2> /dev/null
+	for _ in $(seq 100); do kill -0 "$b" 2> /dev/null || break; sleep 0.1; done
+	kill -KILL "$b" 2> /dev/null
+	wait "$b"
+	cat "$tmp/other.err"
+	sed 's/^/# bench: /' "$tmp/bsrv.log"
+	[ "$rc" = 1 ] &&
+		grep -q "refused the connection: it is 'strixpeerctl bench --serve', not 'strixpeerctl gpu proof --serve'" "$tmp/other.err"
+}
+ok two_node_other_tool_refused other_tool
 
 ok table_form sh -c "SP_GPURT_HOLD=device '$ctl' gpu proof --kinds host-coherent --routes reg_mr --directions gpu-write --size 4K --repeat 1 --quiet | grep -E '^ *host-coherent +reg_mr +gpu-write +device +0/1 +0/1 +1/1 +1/1 '"
 ok table_form_staged sh -c "SP_GPURT_HOLD=stream '$ctl' gpu proof --kinds hip-malloc --routes staged --directions gpu-write --size 4K --repeat 1 --quiet | grep -E '^ *hip-malloc +staged +gpu-write +stream +0/1 +1/1 +1/1 +1/1 +staged '"

@@ -56,7 +56,27 @@ expect proof_unknown_direction 2 stderr 'proof: --directions: unknown name "up"'
 expect proof_bad_size 2 stderr 'proof: --size takes a multiple of 4K up to 1G, not "5000"' -- gpu proof --size 5000
 expect proof_bad_repeat 2 stderr 'proof: --repeat takes a number from 1 to 1000, not "0"' -- gpu proof --repeat 0
 expect proof_same_devices 2 stderr 'proof: --local and --peer name the same device' -- gpu proof --local rxe0 --peer rxe0
-expect proof_extra 2 stderr 'unexpected argument "now"' -- gpu proof now
+# one word is HOST (two nodes), a second is too many
+expect proof_extra 2 stderr 'unexpected argument "now"' -- gpu proof node-b now
+# two nodes: --serve, HOST, --bind, --port
+expect help_serve 0 stdout '^       strixpeerctl gpu proof --serve \[--bind ADDR\] \[--port N\]$' -- gpu proof --help
+expect help_host 0 stdout '^       strixpeerctl \[-j\] gpu proof HOST \[--bind ADDR\] \[--port N\]' -- gpu proof --help
+expect help_port 0 stdout "^  --port N          the server's librdmacm port \(18517\)$" -- gpu proof --help
+expect serve_with_host 2 stderr 'unexpected argument "node-b" \(--serve takes no HOST\)' -- gpu proof --serve node-b
+expect serve_with_matrix_option 2 stderr 'proof: --serve takes only --bind and --port, not --kinds' -- gpu proof --serve --kinds malloc
+expect serve_with_numbers 2 stderr 'proof: --serve takes only --bind and --port, not --numbers' -- gpu proof --serve --numbers
+expect serve_with_out 2 stderr 'proof: --serve takes only --bind and --port, not --out' -- gpu proof --serve --port 18517 --out x
+expect port_zero 2 stderr 'proof: --port: bad port "0": 1..65535' -- gpu proof node-b --port 0
+expect port_word 2 stderr 'proof: --port: bad port "http": 1..65535' -- gpu proof --serve --port http
+expect port_big 2 stderr 'proof: --port: bad port "65536": 1..65535' -- gpu proof node-b --port 65536
+expect bind_empty 2 stderr 'proof: --bind needs an address' -- gpu proof --serve --bind ''
+expect bind_without_host 2 stderr 'proof: --bind and --port go with HOST or --serve' -- gpu proof --bind 10.0.0.1
+expect port_without_host 2 stderr 'proof: --bind and --port go with HOST or --serve' -- gpu proof --port 18517
+expect host_with_local 2 stderr 'proof: with HOST the devices are the route.s: --bind ADDR' -- gpu proof node-b --local rxe0
+expect host_with_numbers 2 stderr 'proof: --numbers is measured on one node only for now: run it without HOST' -- gpu proof node-b --numbers
+expect runtime_refuses_serve 2 stderr 'runtime: unknown option "--serve"' -- gpu runtime --serve
+# HOST after the options too; the runtime is loaded before connecting
+expect host_after_options 4 stderr "cannot load $PWD/$out/none.so" -- gpu proof --kinds malloc node-b --hip-lib "$PWD/$out/none.so"
 expect json_usage_error 2 stderr 'unexpected argument "x"' -- -j gpu runtime x
 # --numbers' options, --out
 expect help_numbers 0 stdout '^  --numbers         also measure, for every cell with a verdict: the peer.s RDMA$' -- gpu proof --help

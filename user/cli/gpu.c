@@ -4,7 +4,8 @@
  * HSA runtime loaded at run time (user/gpu/hiprt.c's table).
  *   runtime  the files loaded, HIP's version, the GPUs;
  *   proof    the visibility matrix over a loopback pair of this node's
- *            RDMA devices (user/gpu/proof.c; its report in gpu_proof.c).
+ *            RDMA devices, or against 'gpu proof --serve' on another node
+ *            (user/gpu/proof.c, peer.c; its report in gpu_proof.c).
  *
  * Exit status: 0 success; 1 no usable GPU, or (proof) a cell never right
  * or no loopback pair; 2 usage error; 4 ROCm's runtime is not installed;
@@ -22,6 +23,7 @@
 #include "gpu_cli.h"
 #include "print.h"
 #include "util.h"
+#include "rdma/link.h"
 
 const char gpu_usage[] =
 	"strixpeerctl [-j] gpu runtime [--hip-lib FILE] [--hsa-lib FILE]\n"
@@ -29,6 +31,8 @@ const char gpu_usage[] =
 	"                 [--size BYTES] [--repeat N] [--local DEV] [--peer DEV]\n"
 	"                 [--numbers [--min-msg BYTES] [--max-msg BYTES] [--iters N]]\n"
 	"                 [--out DIR] [--hip-lib FILE] [--hsa-lib FILE] [--quiet]\n"
+	"strixpeerctl [-j] gpu proof HOST [--bind ADDR] [--port N] [--kinds LIST] ...\n"
+	"strixpeerctl gpu proof --serve [--bind ADDR] [--port N]\n"
 	"\n"
 	"  runtime           load ROCm's HIP and HSA runtime (dlopen), show its version\n"
 	"                    and GPUs\n"
@@ -36,6 +40,11 @@ const char gpu_usage[] =
 	"                    direction, the weakest fence after which the peer (RDMA) or\n"
 	"                    the GPU always saw every byte; this node's first two RDMA\n"
 	"                    devices are the loopback pair\n"
+	"  HOST              two nodes: the peer is 'gpu proof --serve' on HOST\n"
+	"  --serve           be the peer of another node's gpu proof, one client at a\n"
+	"                    time, until interrupted (no GPU needed here)\n"
+	"  --bind ADDR       --serve: listen on ADDR (all); HOST: connect from ADDR\n"
+	"  --port N          the server's librdmacm port (18517)\n"
 	"  --kinds LIST      malloc,hip-malloc,host-coherent,host-noncoherent,managed,\n"
 	"                    fine-grained,uncached,sp-hostreg,sp-import (all)\n"
 	"  --routes LIST     reg_mr,sp_reg_mr,staged (all; staged: hipMemcpy through a\n"
@@ -52,6 +61,7 @@ const char gpu_usage[] =
 	"  --min-msg BYTES   smallest message, a power of two from 4K (4K)\n"
 	"  --max-msg BYTES   largest message, a power of two up to 1G (32M)\n"
 	"  --iters N         operations per figure, 1-100000, fewer for big messages (32)\n"
+	"                    (--numbers and its options: this node only, not with HOST)\n"
 	"  --out DIR         also write DIR/proof.json, DIR/proof.txt and (with --numbers\n"
 	"                    and gnuplot) DIR/proof.svg; DIR is created if need be\n"
 	"  --hip-lib FILE    the HIP library to load ($STRIXPEER_HIP_LIB; else\n"
@@ -59,8 +69,8 @@ const char gpu_usage[] =
 	"  --hsa-lib FILE    the HSA library ($STRIXPEER_HSA_LIB; else libhsa-runtime64.so, .so.1)\n"
 	"  --quiet           no progress on stderr\n"
 	"exit status: 0 found, 1 no usable GPU (proof: a cell never right, or no\n"
-	"loopback pair), 2 usage error, 4 ROCm's runtime not installed, 5 runtime too\n"
-	"old (the missing symbol is named)\n";
+	"loopback pair or server), 2 usage error, 4 ROCm's runtime not installed,\n"
+	"5 runtime too old (the missing symbol is named)\n";
 
 /* A comma-separated list of @names into a bit mask; 0, or the usage error's status. */
 static int gpu_list(const char *cmd, const char *opt, const char *arg,
@@ -120,19 +130,28 @@ static int gpu_opts(const char *cmd, int argc, char **argv, struct gpu_args *a)
 		{ "max-msg", required_argument, NULL, 'M' },
 		{ "iters", required_argument, NULL, 'i' },
 		{ "out", required_argument, NULL, 'o' },
+		{ "serve", no_argument, NULL, 'V' },
+		{ "bind", required_argument, NULL, 'b' },
+		{ "port", required_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool proof = !strcmp(cmd, "proof");
+	char why[64];
 	unsigned long v;
 	uint64_t bytes;
 	int c, li = 0, ret = 0;
 
 	optind = 0;
 	opterr = 0;
-	/* getopt_long() wants argv[0]: the command's word is there. */
-	while (!ret && (c = getopt_long(argc + 1, argv - 1, "+", opts, &li)) != -1) {
+	/*
+	 * getopt_long() wants argv[0]: the command's word is there. It
+	 * permutes: HOST may stand before or after the options.
+	 */
+	while (!ret && (c = getopt_long(argc + 1, argv - 1, "", opts, &li)) != -1) {
 		if (c != 'H' && c != 'S' && c != '?' && !proof)
 			return bad_usage("gpu", "%s: unknown option \"--%s\"", cmd, opts[li].name);
+		if (c != '?' && c != 'V' && c != 'b' && c != 'P' && !a->matrix_opt)
+			a->matrix_opt = opts[li].name;
 		switch (c) {
 		case 'H':
 		case 'S':
@@ -195,6 +214,19 @@ static int gpu_opts(const char *cmd, int argc, char **argv, struct gpu_args *a)
 				return bad_usage("gpu", "%s: --out needs a directory", cmd);
 			a->out = optarg;
 			break;
+		case 'V':
+			a->serve = true;
+			break;
+		case 'b':
+			if (!optarg[0])
+				return bad_usage("gpu", "%s: --bind needs an address", cmd);
+			a->o.bind = optarg;
+			break;
+		case 'P':
+			if (sp_link_port_ok(optarg, why, sizeof(why)))
+				return bad_usage("gpu", "%s: --port: %s", cmd, why);
+			a->o.port = optarg;
+			break;
 		default:
 			return bad_usage("gpu", "%s: unknown option \"%s\", or it lacks its argument",
 					 cmd, argv[optind - 2]);
@@ -202,8 +234,22 @@ static int gpu_opts(const char *cmd, int argc, char **argv, struct gpu_args *a)
 	}
 	if (ret)
 		return ret;
+	if (proof && optind - 1 < argc && !a->serve)
+		a->o.server = argv[optind++ - 1];
 	if (optind - 1 < argc)
-		return bad_usage("gpu", "unexpected argument \"%s\"", argv[optind - 1]);
+		return bad_usage("gpu", "unexpected argument \"%s\"%s", argv[optind - 1],
+				 a->serve ? " (--serve takes no HOST)" : "");
+	if (a->serve && a->matrix_opt)
+		return bad_usage("gpu", "%s: --serve takes only --bind and --port, not --%s (the client chooses the matrix)",
+				 cmd, a->matrix_opt);
+	if (!a->serve && !a->o.server && (a->o.bind || a->o.port))
+		return bad_usage("gpu", "%s: --bind and --port go with HOST or --serve", cmd);
+	if (a->o.server && (a->o.local_dev || a->o.peer_dev))
+		return bad_usage("gpu", "%s: with HOST the devices are the route's: --bind ADDR picks this node's, not --local/--peer",
+				 cmd);
+	if (a->o.server && a->o.numbers)
+		return bad_usage("gpu", "%s: --numbers is measured on one node only for now: run it without HOST",
+				 cmd);
 	if (a->o.local_dev && a->o.peer_dev && !strcmp(a->o.local_dev, a->o.peer_dev))
 		return bad_usage("gpu", "%s: --local and --peer name the same device", cmd);
 	if (a->msg_given && !a->o.numbers)
@@ -297,6 +343,8 @@ static int cmd_gpu_proof(int argc, char **argv)
 	ret = gpu_opts("proof", argc, argv, &a);
 	if (ret)
 		return ret;
+	if (a.serve)
+		return gpu_proof_serve(&a);
 	if (a.out) {
 		ret = gpu_out_dir(a.out);
 		if (ret)

@@ -20,11 +20,16 @@ struct gpu_args {
 	bool quiet;
 	bool msg_given;		/* --min-msg, --max-msg or --iters */
 	const char *out;	/* --out DIR, or NULL */
+	bool serve;		/* --serve */
+	const char *matrix_opt;	/* the first option that makes no sense with --serve */
 	struct sp_gp_opts o;
 };
 
 /* gpu_proof.c: --out's directory made (if need be) and writable; 0 or 1. */
 int gpu_out_dir(const char *dir);
+
+/* gpu_proof.c: gpu proof --serve until SIGINT/SIGTERM; the exit status. */
+int gpu_proof_serve(const struct gpu_args *a);
 
 /* gpu_proof.c: runs the matrix with @rt and prints it; the exit status. */
 int gpu_proof_run(const struct sp_hiprt *rt, const struct gpu_args *a);

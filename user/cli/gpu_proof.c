@@ -29,11 +29,22 @@ static void gpu_progress(const char *msg)
 
 static void gpu_print_facts(const struct sp_gp_facts *f)
 {
+	bool two = f->server[0] != '\0';
+
 	pr_obj_open_label("node", "node");
+	pr_str("mode", "mode", two ? "two-node" : "loopback");
+	if (two) {
+		pr_str("server", "server (gpu proof --serve)", f->server);
+		pr_str("server_kernel", "its kernel", f->server_kernel);
+	} else {
+		pr_null("server", "server (gpu proof --serve)", "none");
+		pr_null("server_kernel", "its kernel", "none");
+	}
 	pr_str("kernel", "kernel", f->kernel);
 	pr_str("rdma_device", "RDMA device (memory)", f->local_dev[0] ? f->local_dev : "none");
 	pr_str("rdma_firmware", "its firmware", f->local_fw);
-	pr_str("peer_device", "RDMA device (peer)", f->peer_dev[0] ? f->peer_dev : "none");
+	pr_str("peer_device", two ? "RDMA device (peer, the server's)" : "RDMA device (peer)",
+	       f->peer_dev[0] ? f->peer_dev : "none");
 	pr_str("peer_firmware", "its firmware", f->peer_fw);
 	pr_str("iommu", "IOMMU", f->iommu);
 	pr_str("perfopt", "PerfOpt bypass", f->perfopt);
@@ -203,6 +214,17 @@ static int gpu_out(const struct sp_gp_result *res, const struct sp_gp_opts *o, c
 	if (ret) {
 		fprintf(stderr, "strixpeerctl: gpu proof: %s: %s\n", svg,
 			ret == -ENOMEM ? "out of memory" : sp_bench_errmsg());
+		return 1;
+	}
+	return 0;
+}
+
+int gpu_proof_serve(const struct gpu_args *a)
+{
+	char err[320];
+
+	if (sp_gp_serve(a->o.bind, a->o.port, err, sizeof(err))) {
+		fprintf(stderr, "strixpeerctl: gpu proof --serve: %s\n", err);
 		return 1;
 	}
 	return 0;

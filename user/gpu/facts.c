@@ -16,7 +16,7 @@
 #include <sys/utsname.h>
 #include <infiniband/verbs.h>
 
-#include "gpu/proof.h"
+#include "gpu/proof_int.h"
 
 /* The first line of @path into @buf (newline cut); 0 or -1. */
 static int read_line(const char *path, char *buf, size_t len)
@@ -114,6 +114,11 @@ static long long gtt_size(void)
 	return bytes;
 }
 
+void gp_nic_fw(const char *dev, char *out, size_t len)
+{
+	nic_fw(dev, out, len);
+}
+
 void sp_gp_facts(const struct sp_hiprt *rt, struct sp_gp_facts *f)
 {
 	struct utsname u;
@@ -121,7 +126,8 @@ void sp_gp_facts(const struct sp_hiprt *rt, struct sp_gp_facts *f)
 
 	snprintf(f->kernel, sizeof(f->kernel), "%s", uname(&u) ? "unknown" : u.release);
 	nic_fw(f->local_dev, f->local_fw, sizeof(f->local_fw));
-	nic_fw(f->peer_dev, f->peer_fw, sizeof(f->peer_fw));
+	if (!f->server[0])	/* two nodes: the server said its own */
+		nic_fw(f->peer_dev, f->peer_fw, sizeof(f->peer_fw));
 	iommu_mode(f->iommu, sizeof(f->iommu));
 	perfopt(f->perfopt, sizeof(f->perfopt));
 	f->gtt_bytes = gtt_size();

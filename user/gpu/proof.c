@@ -73,6 +73,27 @@ static int gp_pair(struct gp_ctx *c, struct sp_gp_facts *f, char *why, size_t wl
 	return 0;
 }
 
+/* The loopback peer: the second device's queue pair and its buffer. */
+static int gp_lo_write(struct gp_ctx *c, uint64_t raddr, uint32_t rkey, size_t len,
+		       uint32_t seed, char *why, size_t wl)
+{
+	sp_rc_fill(c->peer_buf, len, 0, seed);
+	return sp_rc_rdma(&c->peer, IBV_WR_RDMA_WRITE, c->peer_mr, 0, raddr, rkey,
+			  (uint32_t)len, GP_WAIT_MS, why, wl) ? -1 : 0;
+}
+
+static int64_t gp_lo_read(struct gp_ctx *c, uint64_t raddr, uint32_t rkey, size_t len,
+			  uint32_t seed, char *why, size_t wl)
+{
+	memset(c->peer_buf, 0, len);
+	if (sp_rc_rdma(&c->peer, IBV_WR_RDMA_READ, c->peer_mr, 0, raddr, rkey, (uint32_t)len,
+		       GP_WAIT_MS, why, wl))
+		return -2;
+	return sp_rc_verify(c->peer_buf, len, 0, seed);
+}
+
+static const struct gp_peer_ops gp_lo_ops = { .write = gp_lo_write, .read = gp_lo_read };
+
 static sp_hip_err gp_fence(const struct gp_ctx *c, enum sp_gp_fence f)
 {
 	sp_hip_err e = 0;
@@ -145,7 +166,6 @@ static int64_t gp_trial(struct gp_ctx *c, struct gp_mem *m, struct ibv_mr *mr,
 	if (staged)
 		memset(c->stage, 0, len);
 	if (dir == SP_GP_GPU_WRITE) {
-		memset(c->peer_buf, 0, len);
 		sp_rc_fill(c->src, len, 0, seed);
 		if (cpu)
 			memcpy(m->p, c->src, len);
@@ -163,15 +183,10 @@ static int64_t gp_trial(struct gp_ctx *c, struct gp_mem *m, struct ibv_mr *mr,
 		}
 		if (staged && gp_stage_copy(c, m, true, why, wl))
 			return -2;
-		if (sp_rc_rdma(&c->peer, IBV_WR_RDMA_READ, c->peer_mr, 0, raddr, mr->rkey,
-			       (uint32_t)len, GP_WAIT_MS, why, wl))
-			return -2;
-		return sp_rc_verify(c->peer_buf, len, 0, seed);
+		return c->ops->read(c, raddr, mr->rkey, len, seed, why, wl);
 	}
-	sp_rc_fill(c->peer_buf, len, 0, seed);
 	memset(c->dst, 0, len);
-	if (sp_rc_rdma(&c->peer, IBV_WR_RDMA_WRITE, c->peer_mr, 0, raddr, mr->rkey,
-		       (uint32_t)len, GP_WAIT_MS, why, wl))
+	if (c->ops->write(c, raddr, mr->rkey, len, seed, why, wl))
 		return -2;
 	if (staged && gp_stage_copy(c, m, false, why, wl))
 		return -2;
@@ -277,8 +292,12 @@ static void gp_close(struct gp_ctx *c)
 		c->rt->HostFree(c->stage);
 	if (c->peer_mr)
 		ibv_dereg_mr(c->peer_mr);
-	sp_rc_close(&c->local);
-	sp_rc_close(&c->peer);
+	if (c->remote) {
+		gp_remote_close(c);	/* @local is its data connection's */
+	} else {
+		sp_rc_close(&c->local);
+		sp_rc_close(&c->peer);
+	}
 	if (c->stream)
 		c->rt->StreamDestroy(c->stream);
 	if (c->dev)
@@ -298,6 +317,11 @@ int sp_gp_run(const struct sp_hiprt *rt, const struct sp_gp_opts *o, struct sp_g
 	int ret = 0;
 
 	memset(res, 0, sizeof(*res));
+	if (o->server && o->numbers) {
+		snprintf(err, errlen, "%s",
+			 "the figures (--numbers) are measured on one node only for now: run them without HOST");
+		return -EINVAL;
+	}
 	c.bufsz = o->numbers && o->max_msg > o->size ? o->max_msg : o->size;
 	sp_gp_facts(rt, &res->facts);
 	gp_numbers_init(o, res);
@@ -325,7 +349,13 @@ int sp_gp_run(const struct sp_hiprt *rt, const struct sp_gp_opts *o, struct sp_g
 		c.dev = NULL;
 		snprintf(c.dev_reason, sizeof(c.dev_reason), "%s", sp_errmsg());
 	}
-	e = gp_pair(&c, &res->facts, res->rdma_reason, sizeof(res->rdma_reason));
+	if (o->server) {
+		c.ops = &gp_remote_ops;
+		e = gp_remote_open(&c, &res->facts, res->rdma_reason, sizeof(res->rdma_reason));
+	} else {
+		c.ops = &gp_lo_ops;
+		e = gp_pair(&c, &res->facts, res->rdma_reason, sizeof(res->rdma_reason));
+	}
 	sp_gp_facts(rt, &res->facts);	/* again: now the NICs are known */
 	if (e)
 		goto out;

@@ -103,6 +103,9 @@ struct sp_gp_opts {
 	unsigned int dirs;	/* bit per enum sp_gp_dir */
 	const char *local_dev;	/* verbs device of the memory (NULL: the first) */
 	const char *peer_dev;	/* the peer's (NULL: the next one) */
+	const char *server;	/* two nodes: 'gpu proof --serve' on this host (NULL: loopback) */
+	const char *port;	/* its port (NULL: SP_LINK_PORT_GPU) */
+	const char *bind;	/* the client's source address (NULL: as routed) */
 	void (*progress)(const char *msg);	/* NULL: quiet */
 	bool numbers;		/* measure the figures too */
 	size_t min_msg, max_msg;	/* their message sizes: powers of two */
@@ -158,6 +161,9 @@ struct sp_gp_cell {
 };
 
 struct sp_gp_facts {
+	char mode[16];		/* "loopback" or "two-node" */
+	char server[96];	/* two-node: "HOST port PORT" */
+	char server_kernel[128];	/* two-node: the server's uname -r */
 	char kernel[128];
 	char local_dev[64], peer_dev[64];
 	char local_fw[64], peer_fw[64];
@@ -184,6 +190,15 @@ struct sp_gp_result {
  */
 int sp_gp_run(const struct sp_hiprt *rt, const struct sp_gp_opts *o, struct sp_gp_result *res,
 	      char *err, size_t errlen);
+
+/*
+ * peer.c: strixpeerctl gpu proof --serve, the peer of another node's
+ * proof: listens on @bind (NULL: every address) @port (NULL:
+ * SP_LINK_PORT_GPU) and serves one client at a time until SIGINT or
+ * SIGTERM (0), or -errno with @err saying why it could not listen.
+ * Progress and refused clients on stderr.
+ */
+int sp_gp_serve(const char *bind, const char *port, char *err, size_t errlen);
 
 /* facts.c: the node's facts that change the result. */
 void sp_gp_facts(const struct sp_hiprt *rt, struct sp_gp_facts *f);

@@ -35,6 +35,24 @@ struct gp_mem {
 	sp_hip_extmem ext;	/* sp-import: HIP's import of it, or NULL */
 };
 
+struct gp_ctx;
+struct gp_remote;
+
+/*
+ * The peer's two operations on the memory under test (@raddr/@rkey, @len
+ * bytes): WRITE the pattern of @seed into it (0, or < 0 and @why); READ
+ * it and compare every byte with the pattern (the first wrong byte's
+ * offset, -1 all right, < -1 and @why: the operation failed). Loopback:
+ * the second device's queue pair (proof.c); remote: the server of
+ * another node, over the link (peer.c).
+ */
+struct gp_peer_ops {
+	int (*write)(struct gp_ctx *c, uint64_t raddr, uint32_t rkey, size_t len, uint32_t seed,
+		     char *why, size_t wl);
+	int64_t (*read)(struct gp_ctx *c, uint64_t raddr, uint32_t rkey, size_t len,
+			uint32_t seed, char *why, size_t wl);
+};
+
 /*
  * What a run holds: the runtime, the pair, the host buffers (@bufsz bytes
  * each: the trial's size, or the largest message when figures are
@@ -46,7 +64,9 @@ struct gp_ctx {
 	size_t bufsz;
 	struct sp_dev *dev;		/* NULL: no strixpeer module */
 	char dev_reason[160];
-	struct sp_rc local, peer;
+	struct sp_rc local, peer;	/* remote: @local is the data connection's */
+	const struct gp_peer_ops *ops;
+	struct gp_remote *remote;	/* two nodes, or NULL */
 	struct ibv_mr *peer_mr;
 	uint8_t *peer_buf, *src, *dst, *zeros;
 	sp_hip_stream stream;		/* non-blocking (proof.h says why) */
@@ -54,6 +74,18 @@ struct gp_ctx {
 	struct ibv_mr *stage_mr;	/* staged: its MR on the memory's device */
 	char stage_reason[200];		/* staged: why not */
 };
+
+/*
+ * peer.c: connect to o->server (the control and data connections); the
+ * data connection's queue pair and PD become @c->local, @f says who the
+ * server is. 0, or -errno and @why. gp_remote_close() undoes it.
+ */
+int gp_remote_open(struct gp_ctx *c, struct sp_gp_facts *f, char *why, size_t wl);
+void gp_remote_close(struct gp_ctx *c);
+extern const struct gp_peer_ops gp_remote_ops;
+
+/* facts.c: @dev's firmware version, or why it is unknown. */
+void gp_nic_fw(const char *dev, char *out, size_t len);
 
 /* kinds.c */
 void gp_msg(char *err, size_t len, const char *what, const struct sp_hiprt *rt, sp_hip_err e);

@@ -30,7 +30,8 @@ int64_t sp_link_now_ms(void)
 
 static const char *short_name(unsigned int tool)
 {
-	return tool == SP_LINK_DOCTOR ? "doctor" : tool == SP_LINK_BENCH ? "bench" : "test";
+	return tool == SP_LINK_DOCTOR ? "doctor" : tool == SP_LINK_BENCH ? "bench" :
+	       tool == SP_LINK_GPU ? "gpu proof" : "test";
 }
 
 int sp_link_left_ms(int64_t deadline)

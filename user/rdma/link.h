@@ -48,14 +48,16 @@
 #define SP_LINK_WAIT_MS		30000		/* default bound of every wait */
 #define SP_LINK_ADDR_TRY_MS	1000		/* one try of address resolution */
 
-/* Default ports: bench keeps perftest's; doctor has its own. */
+/* Default ports: bench keeps perftest's; doctor and gpu proof have their own. */
 #define SP_LINK_PORT_BENCH	"18515"
 #define SP_LINK_PORT_DOCTOR	"18516"
+#define SP_LINK_PORT_GPU	"18517"
 
 enum sp_link_tool {
 	SP_LINK_DOCTOR = 1,	/* strixpeerctl doctor serve / peer */
 	SP_LINK_BENCH = 2,	/* strixpeerctl bench --serve / HOST */
 	SP_LINK_TEST = 3,	/* the test programs */
+	SP_LINK_GPU = 4,	/* strixpeerctl gpu proof --serve / HOST */
 };
 
 enum sp_link_role {

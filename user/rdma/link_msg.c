@@ -155,6 +155,8 @@ const char *sp_link_tool_name(unsigned int tool)
 		return "strixpeerctl doctor";
 	case SP_LINK_BENCH:
 		return "strixpeerctl bench";
+	case SP_LINK_GPU:
+		return "strixpeerctl gpu proof";
 	case SP_LINK_TEST:
 		return "a strixpeer test";
 	}
@@ -168,6 +170,8 @@ const char *sp_link_tool_server(unsigned int tool)
 		return "'strixpeerctl doctor serve'";
 	case SP_LINK_BENCH:
 		return "'strixpeerctl bench --serve'";
+	case SP_LINK_GPU:
+		return "'strixpeerctl gpu proof --serve'";
 	case SP_LINK_TEST:
 		return "a strixpeer test server";
 	}
