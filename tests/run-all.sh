@@ -224,27 +224,35 @@ running=0
 first=0
 # Provisioning never starts beside the host checks: it uses the packages
 # tests/host/lintian-check.sh builds in build/deb.
+# The amdkfd stand-in for the engine tests' kernels (tests/guest/engines-guest.sh:
+# SP_ENGINES_KERNELS), built here in seconds rather than in the VM, before
+# that kernel's VM starts.
+build_stub() {	# build_stub <kernels.sh list line>
+	local name kver
+	read -r name kver _ <<< "$1"
+	[[ " ${SP_ENGINES_KERNELS:-6.12 sid} " == *" $name "* ]] || return 0
+	[ -z "${SP_KERNELS:-}" ] || [[ " $SP_KERNELS " == *" $name "* ]] || return 0
+	if tests/host/build-amdkfd-stub.sh "$kver" > "$out/amdkfd-stub-$name.log" 2>&1; then
+		record ok "$name/build_amdkfd_stub_W=1_no_warnings"
+	else
+		record fail "$name/build_amdkfd_stub_W=1_no_warnings" "see $out/amdkfd-stub-$name.log"
+	fi
+}
 if [ ${#jobs[@]} -gt 0 ] && [ "${jobs[0]}" != provision ]; then
 	echo "== ${jobs[0]%% *} starts beside the host checks"
+	build_stub "${jobs[0]}"
 	start_job "${jobs[0]}"
 	running=1
 	first=1
 fi
 
 echo "== host checks, continued"
-# The amdkfd stand-in for the engine tests' kernels (tests/guest/engines-guest.sh:
-# SP_ENGINES_KERNELS), built here in seconds rather than in the VM (after
-# the first VM started: the debug kernel runs no engine test).
+# The amdkfd stand-ins of the kernels not yet running (after the first VM
+# started: the debug kernel runs no engine test)
 t0=$(date +%s)
 for k in "${kernels[@]}"; do
-	read -r name kver _ <<< "$k"
-	[[ " ${SP_ENGINES_KERNELS:-6.12 sid} " == *" $name "* ]] || continue
-	[ -z "${SP_KERNELS:-}" ] || [[ " $SP_KERNELS " == *" $name "* ]] || continue
-	if tests/host/build-amdkfd-stub.sh "$kver" > "$out/amdkfd-stub-$name.log" 2>&1; then
-		record ok "$name/build_amdkfd_stub_W=1_no_warnings"
-	else
-		record fail "$name/build_amdkfd_stub_W=1_no_warnings" "see $out/amdkfd-stub-$name.log"
-	fi
+	[ "$first" = 1 ] && [ "${k%% *}" = "${jobs[0]%% *}" ] && continue
+	build_stub "$k"
 done
 echo "host/amdkfd stand-ins built: $(( $(date +%s) - t0 )) s" >> "$out/timing.txt"
 if [ -f ../shared/tools/checkpatch/checkpatch.pl ]; then
