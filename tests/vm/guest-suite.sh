@@ -126,7 +126,7 @@ runs() {
 		return 0
 	fi
 	kernel_matches "${k%!}" && return 0
-	echo "runs on ${k%!}, this is $kname"
+	echo "runs on ${k%!}, this is $kname (tests/vm/suite.tab says why)"
 	return 1
 }
 # has_rows <stage>: a selected row of it or of a stage inside it runs here
