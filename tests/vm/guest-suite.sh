@@ -15,8 +15,9 @@
 # (peer: peer-noapi, peer-modern, ...); such a row runs on any kernel
 # unless its kernels column ends in '!'.
 #
-# Each row writes $SP_OUT/<name>.tap and a line in $SP_OUT/timing.txt; the
-# guest's own checks go to $SP_OUT/guest.tap. Exit status: 0 when every
+# Each row writes $SP_OUT/<name>.tap and a line in $SP_OUT/timing.txt
+# ("<name>: exit N, N s"; a stage's load and unload add "stage <stage>
+# load: N s"); the guest's own checks go to $SP_OUT/guest.tap. Exit status: 0 when every
 # program passed. --plan prints what would run on a kernel of that
 # 'uname -r' (and where the stage's build says it cannot run) without
 # running anything: "run <name> <stage>" or "skip <name> <stage> <reason>".
@@ -494,11 +495,13 @@ unload_realcore_amdkfd() {
 # is not inside, load it, run its rows.
 stack=()
 unwind_to() {	# unwind_to <stage or "">: unload stages until it is on top
-	local top
+	local top t0
 	while [ ${#stack[@]} -gt 0 ]; do
 		top=${stack[-1]}
 		[ "$top" = "$1" ] && return 0
+		t0=$(date +%s)
 		"unload_${top//-/_}" || rc=1
+		echo "stage $top unload: $(( $(date +%s) - t0 )) s" >> "$out/timing.txt"
 		unset 'stack[-1]'
 	done
 }
@@ -523,8 +526,11 @@ for s in "${stages[@]}"; do
 		skip_rows "$s"
 		continue
 	fi
+	t0=$(date +%s)
 	"load_${s//-/_}"
-	case $? in
+	lr=$?
+	echo "stage $s load: $(( $(date +%s) - t0 )) s" >> "$out/timing.txt"
+	case $lr in
 	0) stack+=("$s") ;;
 	1) rc=1; skip_rows "$s"; continue ;;
 	*) skip_rows "$s"; continue ;;
