@@ -47,6 +47,9 @@ if ! tests/vm/build-module.sh "$kver" W=1 > "$out/build-module.log" 2>&1; then
 	tail -n 20 "$out/build-module.log" >&2
 	exit 1
 fi
+# promtool checks strixpeerctl's Prometheus output in the VM, as in make check
+SP_PROMTOOL=$(tests/host/fetch-promtool.sh) || SP_PROMTOOL=
+export SP_PROMTOOL
 t1=$(date +%s)
 tests/vm/guest-suite.sh --plan "$kver" "$PWD/build/kmod/$kver/strixpeer.ko" \
 	${progs[@]+"${progs[@]}"} > "$out/plan.txt"
