@@ -1,23 +1,23 @@
 #!/bin/bash
-# 'make check-one KERNEL=<name> TEST="<program ...>" [CASES="<case ...>"]':
+# 'make check-one KERNEL=<name> [TEST="<name ...>"] [CASES="<case ...>"]':
 # a part of the VM suite on one kernel, straight to the VM - no host checks,
 # no other kernel. Fetches that kernel (once; cached like make check's),
 # builds the modules for it with W=1 and the user-space programs, boots it
-# and runs tests/vm/guest-suite.sh with the named programs (the names of its
-# test list: abi, peer, rdma_dmabuf, engines, asan-abi, ...). KERNEL is a
-# name as 'tests/vm/kernels.sh list' prints it (6.1, 6.12, sid,
-# debug-<kver>; default 6.12); CASES runs only those cases of each program
-# (SP_CASES). Prints each program's TAP file and one line "N passed, N
-# failed, N skipped"; exits non-zero on a failure. Results in
-# build/check-one/<kernel>/.
+# and runs tests/vm/guest-suite.sh with the named rows of tests/vm/suite.tab
+# (a row's name, or the part of it before a '-': abi, peer, rdma_dmabuf,
+# engines, asan-abi, ...; a named row runs on any kernel unless its kernels
+# column ends in '!'); without TEST, every row make check runs on that
+# kernel. KERNEL is a name as 'tests/vm/kernels.sh list' prints it (6.1,
+# 6.12, sid, debug-<kver>; default 6.12); CASES runs only those cases of
+# each program (SP_CASES). Prints the plan, each program's TAP file and
+# one line "N passed, N failed, N skipped"; exits non-zero on a failure.
+# Results in build/check-one/<kernel>/.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 name=${KERNEL:-6.12}
 read -r -a progs <<< "${TEST:-}"
-if [ ${#progs[@]} -eq 0 ]; then
-	echo "check-one: say which programs: make check-one KERNEL=6.12 TEST=abi [CASES=\"case ...\"]" >&2
-	exit 2
-fi
+# a name no row has is an error before anything is fetched or booted
+tests/vm/guest-suite.sh --plan "$name" /nonexistent/strixpeer.ko ${progs[@]+"${progs[@]}"} > /dev/null || exit 2
 case $name in
 debug-*) fetch=debug ;;
 *) fetch=$name ;;
@@ -47,10 +47,16 @@ if ! tests/vm/build-module.sh "$kver" W=1 > "$out/build-module.log" 2>&1; then
 	tail -n 20 "$out/build-module.log" >&2
 	exit 1
 fi
+# promtool checks strixpeerctl's Prometheus output in the VM, as in make check
+SP_PROMTOOL=$(tests/host/fetch-promtool.sh) || SP_PROMTOOL=
+export SP_PROMTOOL
 t1=$(date +%s)
+tests/vm/guest-suite.sh --plan "$kver" "$PWD/build/kmod/$kver/strixpeer.ko" \
+	${progs[@]+"${progs[@]}"} > "$out/plan.txt"
+echo "== plan on $name ($kver): $(awk '$1 == "run" { printf "%s ", $2 }' "$out/plan.txt")"
 [ -z "${CASES:-}" ] || export SP_CASES=$CASES
 tests/vm/run-vm.sh --quiet --timeout "${SP_VM_TIMEOUT:-2400}" "$kver" "$out" -- \
-	tests/vm/guest-suite.sh "$PWD/build/kmod/$kver/strixpeer.ko" "${progs[@]}" > "$out/run-vm.txt" 2>&1
+	tests/vm/guest-suite.sh "$PWD/build/kmod/$kver/strixpeer.ko" ${progs[@]+"${progs[@]}"} > "$out/run-vm.txt" 2>&1
 vrc=$?
 t2=$(date +%s)
 

@@ -9,7 +9,7 @@
 # Environment: SP_KERNELS="6.1 6.12 ..." limits the kernels (names as
 # 'tests/vm/kernels.sh list' prints them; SP_KERNELS=none: no VM, which is
 # make check-host); SP_TESTS="abi rdma_rxe" limits
-# the programs run in the VM; SP_PROVISION=0 leaves out provisioning;
+# the programs run in the VM to those rows of tests/vm/suite.tab; SP_PROVISION=0 leaves out provisioning;
 # SP_VM_JOBS (default 2) is how many kernels and provisioning run at once.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -127,21 +127,17 @@ mapfile -t kernels < <(tests/vm/kernels.sh list 2> /dev/null)
 
 [ ${#kernels[@]} -gt 0 ] || record fail "host/kernels_available" "tests/vm/kernels.sh list is empty"
 
-# The amdkfd stand-in for the engine tests' kernels (tests/guest/engines-guest.sh:
-# SP_ENGINES_KERNELS), built here in seconds rather than in the VM.
-for k in "${kernels[@]}"; do
-	read -r name kver _ <<< "$k"
-	[[ " ${SP_ENGINES_KERNELS:-6.12 sid} " == *" $name "* ]] || continue
-	[ -z "${SP_KERNELS:-}" ] || [[ " $SP_KERNELS " == *" $name "* ]] || continue
-	if tests/host/build-amdkfd-stub.sh "$kver" > "$out/amdkfd-stub-$name.log" 2>&1; then
-		record ok "$name/build_amdkfd_stub_W=1_no_warnings"
-	else
-		record fail "$name/build_amdkfd_stub_W=1_no_warnings" "see $out/amdkfd-stub-$name.log"
-	fi
-done
-echo "host/kernels fetched, amdkfd stand-ins built: $(( $(date +%s) - t0 )) s" >> "$out/timing.txt"
+echo "host/kernels fetched: $(( $(date +%s) - t0 )) s" >> "$out/timing.txt"
 
 want=${SP_KERNELS:-}
+# SP_TESTS names rows of tests/vm/suite.tab: a name no row has fails here,
+# before any VM boots, with the names there are.
+# shellcheck disable=SC2086 # SP_TESTS: a list of words
+if [ -n "${SP_TESTS:-}" ] && ! tests/vm/guest-suite.sh --plan 6.12 /nonexistent/strixpeer.ko $SP_TESTS \
+	> /dev/null 2> "$out/sp-tests.log"; then
+	record fail "host/SP_TESTS_names_rows_of_the_suite_table" "$(tr '\n' ' ' < "$out/sp-tests.log")"
+	want=none
+fi
 # One job per kernel (build the modules with W=1, boot, run the suite) and
 # one for provisioning, SP_VM_JOBS (default 2) at a time: each VM is
 # single-threaded TCG, so two keep both cores of a 2-core machine busy.
@@ -161,9 +157,13 @@ for k in "${kernels[@]}"; do
 done
 [ "${SP_PROVISION:-1}" = 0 ] || jobs+=("provision")
 # Longest first after the debug kernels, so that the two lanes end
-# together (idle timings: 6.12 7 min, sid 6, provisioning 4, 6.1 3.5).
+# together: the debug kernel's lane runs beside the host checks, the other
+# lane's kernels after them (estimated from the programs' times of a warm
+# run under load, tests/vm/plan-diff.sh: debug 19.5 min, 6.12 9.5, sid
+# 5.4, 6.1 3.9, provisioning 3.6). Test programs that leave the shortest
+# lane go to 6.1 (tests/vm/suite.tab's kernels column).
 ordered=()
-for w in 'debug-*' 6.12 sid provision '*'; do
+for w in 'debug-*' 6.12 sid 6.1 provision '*'; do
 	for j in "${jobs[@]}"; do
 		# shellcheck disable=SC2053 # $w is a pattern
 		[[ ${j%% *} == $w ]] || continue
@@ -186,6 +186,9 @@ kernel_job() {	# kernel_job <name> <kver>: build, boot, test; leaves $vout/job-r
 	fi
 	echo "$name: module builds took $(( $(date +%s) - t0 )) s$(grep -q '^build-module.sh: restored' "$vout/build.txt" &&
 		echo ' (restored from the cache: same inputs)')" > "$vout/build-time.txt"
+	# the module's file graph, here in the lane rather than after every job
+	/usr/bin/python3 tests/host/file-graph.py kmod "$bdir" > "$vout/file-graph.txt" 2>&1
+	echo $? > "$vout/file-graph-rc"
 	t0=$(date +%s)
 	# the bound on a VM that hangs: the debug kernel's run is the longest
 	# and went past 2400 s with four VMs sharing two cores
@@ -221,14 +224,37 @@ running=0
 first=0
 # Provisioning never starts beside the host checks: it uses the packages
 # tests/host/lintian-check.sh builds in build/deb.
+# The amdkfd stand-in for the engine tests' kernels (tests/guest/engines-guest.sh:
+# SP_ENGINES_KERNELS), built here in seconds rather than in the VM, before
+# that kernel's VM starts.
+build_stub() {	# build_stub <kernels.sh list line>
+	local name kver
+	read -r name kver _ <<< "$1"
+	[[ " ${SP_ENGINES_KERNELS:-6.12 sid} " == *" $name "* ]] || return 0
+	[ -z "${SP_KERNELS:-}" ] || [[ " $SP_KERNELS " == *" $name "* ]] || return 0
+	if tests/host/build-amdkfd-stub.sh "$kver" > "$out/amdkfd-stub-$name.log" 2>&1; then
+		record ok "$name/build_amdkfd_stub_W=1_no_warnings"
+	else
+		record fail "$name/build_amdkfd_stub_W=1_no_warnings" "see $out/amdkfd-stub-$name.log"
+	fi
+}
 if [ ${#jobs[@]} -gt 0 ] && [ "${jobs[0]}" != provision ]; then
 	echo "== ${jobs[0]%% *} starts beside the host checks"
+	build_stub "${jobs[0]}"
 	start_job "${jobs[0]}"
 	running=1
 	first=1
 fi
 
 echo "== host checks, continued"
+# The amdkfd stand-ins of the kernels not yet running (after the first VM
+# started: the debug kernel runs no engine test)
+t0=$(date +%s)
+for k in "${kernels[@]}"; do
+	[ "$first" = 1 ] && [ "${k%% *}" = "${jobs[0]%% *}" ] && continue
+	build_stub "$k"
+done
+echo "host/amdkfd stand-ins built: $(( $(date +%s) - t0 )) s" >> "$out/timing.txt"
 if [ -f ../shared/tools/checkpatch/checkpatch.pl ]; then
 	if perl ../shared/tools/checkpatch/checkpatch.pl --no-tree --terse -q -f \
 		tests/kmod/amdkfd_stub/*.c > "$out/checkpatch-amdkfd-stub.log" 2>&1; then
@@ -325,7 +351,7 @@ for j in "${jobs[@]}"; do
 		continue
 	fi
 	record ok "$name/build_module_W=1_no_warnings"
-	if /usr/bin/python3 tests/host/file-graph.py kmod "$bdir" > "$vout/file-graph.txt" 2>&1; then
+	if [ "$(cat "$vout/file-graph-rc" 2> /dev/null)" = 0 ]; then
 		record ok "$name/kmod_file_graph_has_no_circle"
 	else
 		record fail "$name/kmod_file_graph_has_no_circle" "$(grep -v 'no circle' "$vout/file-graph.txt" | head -n 1)"

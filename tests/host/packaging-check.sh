@@ -10,7 +10,9 @@
 #   strixpeer(4) every ioctl; every man page is installed by make install
 #   and shipped by a Debian package and an RPM;
 # - the bash completion offers every object 'strixpeerctl help' lists, and
-#   completes commands, keys and values.
+#   completes commands, keys and values;
+# - the VM suite's table (tests/vm/suite.tab) has a row for every guest
+#   program, names only programs that exist, and parses.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
@@ -145,18 +147,64 @@ want monitor_timestamp "-t" monitor ''
 want nothing_after_monitor_t "" monitor -t ''
 want option_timestamp "--timestamp" --t
 
-# Every guest program runs somewhere: its name in tests/vm/guest-suite.sh's
-# lists (the default list, peer_progs, a stage's own run_tap) or in a guest
-# script (tests/guest/*.sh, tests/doctor/guest.sh, tests/fuzz/, the bench,
-# make demo's tests/vm/guest-demo.sh).
-# A program nobody names is built and never run.
+# --- the VM suite's table (tests/vm/suite.tab) ---------------------------------
+# Every guest program runs somewhere: a row of the table names it (its
+# name with command '-', or build/tests/<prog> or build/asan/<prog> in its
+# command), or a script names it that a row runs (tests/guest/*.sh,
+# tests/doctor/guest.sh, tests/fuzz/*.sh), or make bench's and make demo's
+# VM scripts (tests/vm/bench*.sh, tests/vm/guest-demo.sh) do. A program
+# nobody names is built and never run.
+tab=tests/vm/suite.tab
+# name|command of each row, trimmed
+rows=$(sed -e 's/[[:space:]]*|[[:space:]]*/|/g' -e 's/^[[:space:]]*//' "$tab" |
+	awk -F'|' '!/^#/ && NF >= 6 { print $1 "|" $6 }')
+tabprogs=$(while IFS='|' read -r rn c; do
+	if [ "$c" = - ]; then
+		echo "$rn"
+	else
+		for w in $c; do
+			case $w in build/tests/* | build/asan/*) basename "$w" ;; esac
+		done
+	fi
+done <<< "$rows" | sort -u)
 unrun=
 for src in tests/guest/*.c; do
 	prog=$(basename "$src" .c)
-	grep -qw -- "$prog" tests/vm/guest-suite.sh tests/guest/*.sh tests/doctor/guest.sh \
+	grep -qx -- "$prog" <<< "$tabprogs" && continue
+	grep -qw -- "$prog" tests/guest/*.sh tests/doctor/guest.sh \
 		tests/fuzz/*.sh tests/vm/bench*.sh tests/vm/guest-demo.sh 2> /dev/null || unrun="$unrun $prog"
 done
 [ -z "$unrun" ]
-result $? "every_guest_program_is_run_by_the_suite" "built, never run:$unrun"
+result $? "every_guest_program_has_a_row_in_the_suite_table" "built, never run (add a row to $tab):$unrun"
+
+# Every row's command exists: build/tests/<prog> and build/asan/<prog> are
+# built from tests/guest/<prog>.c (or a Makefile rule), a script is in the
+# tree and executable.
+missing=
+while IFS='|' read -r rn c; do
+	[ -n "$rn" ] || continue
+	w=${c%% *}
+	[ "$c" = - ] && w=build/tests/$rn
+	case $w in
+	build/tests/* | build/asan/*)
+		p=$(basename "$w")
+		[ -f "tests/guest/$p.c" ] || grep -q "^\$(B)/tests/$p:" Makefile ||
+			missing="$missing $rn($w: no tests/guest/$p.c, no Makefile rule)" ;;
+	*) [ -f "$w" ] && [ -x "$w" ] || missing="$missing $rn($w: not an executable file)" ;;
+	esac
+done <<< "$rows"
+[ -n "$rows" ] && [ -z "$missing" ]
+result $? "every_suite_table_row_names_a_program_that_exists" "rows naming what is not there:$missing"
+
+# The table parses, its names are unique, and every kernel runs rows of
+# the core stage (a smoke of the core paths on each).
+dups=$(cut -d'|' -f1 <<< "$rows" | sort | uniq -d | tr '\n' ' ')
+bad=
+for k in 6.1.0-0-amd64 6.12.0-0-amd64 7.0.0-0-amd64 6.12.0-spdebug; do
+	plan=$(tests/vm/guest-suite.sh --plan "$k" /nonexistent/strixpeer.ko 2>&1) || { bad="$bad $k: $plan"; continue; }
+	grep -q '^run [^ ]* peersim-modern$' <<< "$plan" || bad="$bad $k: no peersim-modern row runs"
+done
+[ -z "$dups" ] && [ -z "$bad" ]
+result $? "suite_table_parses_and_every_kernel_runs_the_core_stage" "duplicate names: ${dups:-none}; ${bad:-}"
 
 finish
