@@ -392,7 +392,8 @@ check: deps
 	./tests/run-all.sh
 
 # make check-host: the host checks alone (no VM); make check-one KERNEL=6.12
-# TEST="abi" [CASES="case ..."]: programs of the VM suite on one kernel,
+# [TEST="abi ..."] [CASES="case ..."]: rows of the VM suite
+# (tests/vm/suite.tab) on one kernel, the kernel's whole plan without TEST,
 # without the host checks (docs/testing.md)
 check-host: deps
 	SP_KERNELS=none SP_PROVISION=0 ./tests/run-all.sh
