@@ -6,27 +6,8 @@
  * provider - works on the mapping. (A remap_pfn_range() mapping would be
  * VM_PFNMAP, which GUP refuses.)
  *
- * Two ways to map, chosen at build time by a conftest probe (SP_HUGE_MAP):
- *
- * - 4 KiB path (kernels before 6.15): high-order allocations are split into
- *   order-0 pages, each with its own reference count, and every page is
- *   inserted at mmap time with vm_insert_pages() (VM_MIXEDMAP). The memory
- *   stays physically contiguous and naturally aligned for the NIC, but the
- *   CPU and GUP see 4 KiB entries.
- *
- * - PMD path (vmf_insert_folio_pmd(), 6.15+): 2 MiB allocations stay
- *   compound folios and are mapped on fault with one PMD entry each
- *   (huge_fault); smaller allocations are split and mapped on fault with
- *   one PTE each (fault, returning the page to the core). The VMA is an
- *   ordinary shared file mapping - deliberately not VM_MIXEDMAP: the core
- *   treats PMDs in VM_MIXEDMAP VMAs as "special" and would neither drop
- *   the folio's reference nor its rmap when such a PMD is split (partial
- *   munmap, mprotect or MADV_DONTNEED). Mappings are populated lazily; a
- *   registration (GUP) faults them in, 512 faults per GiB.
- *
- * On both paths the device's get_unmapped_area (main.c) places mappings so
- * that addresses and buffer offsets agree modulo 2 MiB, which PMD mapping
- * needs and which lets an HCA's MTT use 2 MiB pages.
+ * Mapping them is map.c's; with the allocator parameter at "shmem" the
+ * pages are a shmem file's (shmem.c).
  *
  * The pages are allocated without __GFP_MOVABLE: they stay pinned for the
  * buffer's lifetime and must not sit in ZONE_MOVABLE or CMA, where a
@@ -157,24 +138,6 @@ static struct page *sp_alloc_chunk(int node, unsigned int order,
 	return alloc_pages_node(node, gfp, order);
 }
 
-/*
- * Drop our reference on every folio of @pages[0..@nr): one per order-0
- * page, one per compound 2 MiB folio (whose pages all sit in @pages).
- */
-static void sp_put_pages(struct page **pages, unsigned long nr)
-{
-	unsigned long i = 0, n = 0;
-
-	while (i < nr) {
-		struct folio *folio = page_folio(pages[i]);
-
-		i += folio_nr_pages(folio);
-		folio_put(folio);
-		if (!(++n & 1023))
-			cond_resched();
-	}
-}
-
 static void sp_count_failure(int err, u64 size)
 {
 	switch (err) {
@@ -201,7 +164,8 @@ static void sp_count_failure(int err, u64 size)
  *
  * 2 MiB pages come first; once one cannot be had, smaller orders are used
  * for the rest, so 2 MiB pages always sit at 2 MiB-aligned offsets of the
- * buffer (the fault handler relies on that).
+ * buffer (the fault handler relies on that). With the allocator parameter
+ * at "shmem" the pages are a shmem file's instead (sp_shm_fill()).
  *
  * The bytes count against the node-wide max_pinned_bytes (-ENOSPC), then
  * against the user's RLIMIT_MEMLOCK (-EDQUOT, see sp_charge()), both
@@ -235,6 +199,7 @@ struct sp_buf *sp_buf_create(u64 size, int node, bool huge_only)
 	buf->nr_pages = nr_pages;
 	buf->node = node;
 	buf->min_order = SP_HUGE_ORDER;
+	buf->allocator = READ_ONCE(sp_allocator);
 	buf->pid = task_tgid_nr(current);
 	buf->uid = current_uid();
 	get_task_comm(buf->comm, current);
@@ -245,11 +210,24 @@ struct sp_buf *sp_buf_create(u64 size, int node, bool huge_only)
 	if (ret)
 		goto out_free_buf;
 
+	/* The id, reserved (NULL) until the buffer is whole: shmem names by it */
+	ret = xa_alloc_cyclic(&sp_all_bufs, &buf->id, NULL, xa_limit_31b,
+			      &sp_next_id, GFP_KERNEL_ACCOUNT);
+	if (ret < 0)
+		goto out_uncharge;
+
 	buf->pages = kvmalloc_array(nr_pages, sizeof(*buf->pages),
 				    GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!buf->pages) {
 		ret = -ENOMEM;
-		goto out_uncharge;
+		goto out_erase;
+	}
+
+	if (buf->allocator == SP_ALLOC_SHMEM) {
+		ret = sp_shm_fill(buf, huge_only);
+		if (ret)
+			goto out_free_pages;
+		i = nr_pages;
 	}
 
 	while (i < nr_pages) {
@@ -292,10 +270,8 @@ struct sp_buf *sp_buf_create(u64 size, int node, bool huge_only)
 	/* Only sizes the module advertises (page_sizes): 2 MiB or 4 KiB. */
 	buf->page_size = buf->min_order >= SP_HUGE_ORDER ? PMD_SIZE : PAGE_SIZE;
 
-	ret = xa_alloc_cyclic(&sp_all_bufs, &buf->id, buf, xa_limit_31b,
-			      &sp_next_id, GFP_KERNEL_ACCOUNT);
-	if (ret < 0)
-		goto out_put_pages;
+	/* Replaces the reserved entry: allocates nothing, cannot fail. */
+	xa_store(&sp_all_bufs, buf->id, buf, GFP_KERNEL);
 
 	sp_account_live(size);
 	atomic64_inc(&sp_stats.buffers);
@@ -304,7 +280,10 @@ struct sp_buf *sp_buf_create(u64 size, int node, bool huge_only)
 
 out_put_pages:
 	sp_put_pages(buf->pages, i);
+out_free_pages:
 	kvfree(buf->pages);
+out_erase:
+	xa_erase(&sp_all_bufs, buf->id);
 out_uncharge:
 	sp_uncharge(buf);
 out_free_buf:
@@ -395,74 +374,6 @@ void sp_buf_event(const struct sp_buf *buf, u8 cmd)
 	sp_event_buf(&eb, cmd);
 }
 
-#if SP_NODE_POLICY
-/*
- * NUMA balancing (PMD path). task_numa_work() scans every VMA whose policy
- * allows migrate-on-fault: it makes the mapping's entries PROT_NONE so
- * that the next access faults and the page may move - an mmu notifier
- * invalidation (MMU_NOTIFY_PROTECTION_VMA) of every range registered on
- * the mapping, an ODP MR's or a KFD userptr's (which evicts the process's
- * GPU queues until the range is revalidated). Buffer pages are pinned and
- * never move, so each scan is pure overhead. The 4 KiB path's VM_MIXEDMAP
- * VMAs are skipped by the scanner; the PMD path's ordinary file mappings
- * are skipped only when vma_policy_mof() is false - when the get_policy
- * vm_op returns a policy without MPOL_F_MOF.
- *
- * The policy says what is true: MPOL_BIND to the buffer's node (numa_maps
- * shows "bind:N"). One per node, made at the node's first mmap and freed
- * at module exit. mm/mempolicy.c exports no constructor to modules, so it
- * is filled in here as mpol_new() fills one in; it is never MPOL_F_SHARED,
- * so the core takes no reference on what get_policy returns
- * (mpol_cond_put()) - only get_mempolicy(MPOL_F_NODE | MPOL_F_ADDR) holds
- * one for a moment (refcnt starts at 1: its put never frees). If the
- * allocation fails, get_policy returns NULL, which stops the scan as well.
- * An mbind() of a mapping stores a VMA policy that get_policy does not
- * consult: the pages stay where they are.
- */
-static struct mempolicy *sp_node_pols[MAX_NUMNODES];
-
-static void sp_node_policy_get(int node)
-{
-	struct mempolicy *pol;
-
-	if (READ_ONCE(sp_node_pols[node]))
-		return;
-	pol = kzalloc(sizeof(*pol), GFP_KERNEL);
-	if (!pol)
-		return;
-	atomic_set(&pol->refcnt, 1);
-	pol->mode = MPOL_BIND;
-	pol->flags = 0;		/* no MPOL_F_MOF, no MPOL_F_SHARED */
-	pol->nodes = nodemask_of_node(node);
-	pol->w.user_nodemask = pol->nodes;
-	pol->home_node = NUMA_NO_NODE;
-	if (cmpxchg(&sp_node_pols[node], NULL, pol))
-		kfree(pol);
-}
-
-/* Every mapping is gone: nothing can look a policy up any more. */
-static void sp_node_policy_exit(void)
-{
-	int node;
-
-	for (node = 0; node < MAX_NUMNODES; node++) {
-		struct mempolicy *pol = sp_node_pols[node];
-
-		if (!pol)
-			continue;
-		sp_node_pols[node] = NULL;
-		/* a get_mempolicy() still holding it: leave it to leak */
-		if (atomic_cmpxchg(&pol->refcnt, 1, 0) == 1)
-			kfree(pol);
-		else
-			pr_warn("strixpeer: node %d's mempolicy still referenced, not freed\n",
-				node);
-	}
-}
-#else
-static inline void sp_node_policy_get(int node) { }
-static inline void sp_node_policy_exit(void) { }
-#endif
 
 /*
  * At module exit every buffer is gone: each holds the module through its
@@ -479,7 +390,7 @@ void sp_buf_exit(void)
 
 	WARN_ON(xa_find(&sp_all_bufs, &id, ULONG_MAX, XA_PRESENT));
 	xa_destroy(&sp_all_bufs);
-	sp_node_policy_exit();
+	sp_shm_exit();
 }
 
 static void sp_buf_release(struct kref *ref)
@@ -493,6 +404,8 @@ static void sp_buf_release(struct kref *ref)
 	 * the last unpin; only our own reference goes here.
 	 */
 	sp_put_pages(buf->pages, buf->nr_pages);
+	if (buf->shm_file)
+		sp_shm_free(buf);
 	sp_uncharge(buf);
 	atomic64_sub(buf->size, &sp_stats.pinned_bytes);
 	atomic64_sub(buf->size, &sp_reserved);
@@ -513,173 +426,4 @@ void sp_buf_put(struct sp_buf *buf)
 {
 	might_sleep();
 	kref_put(&buf->ref, sp_buf_release);
-}
-
-static void sp_vm_open(struct vm_area_struct *vma)
-{
-	struct sp_buf *buf = vma->vm_private_data;
-
-	kref_get(&buf->ref);
-	atomic_inc(&buf->map_count);
-}
-
-static void sp_vm_close(struct vm_area_struct *vma)
-{
-	struct sp_buf *buf = vma->vm_private_data;
-
-	atomic_dec(&buf->map_count);
-	sp_buf_put(buf);
-}
-
-#if SP_HUGE_MAP
-/*
- * PMD path. The core calls ->huge_fault first where a 2 MiB-aligned range
- * of the VMA is unmapped; whatever it declines (VM_FAULT_FALLBACK) ends up
- * in ->fault, one 4 KiB page at a time. Both only read the buffer's page
- * array, which never changes while the VMA holds its reference, so they
- * work under the mmap lock or the per-VMA lock alike.
- */
-static vm_fault_t sp_vm_fault(struct vm_fault *vmf)
-{
-	struct sp_buf *buf = vmf->vma->vm_private_data;
-	unsigned long idx = vmf->pgoff & SP_COOKIE_PGOFF_MASK;
-	struct page *page;
-
-	if (idx >= buf->nr_pages)
-		return VM_FAULT_SIGBUS;
-	/* The core maps it, takes the rmap and keeps this reference. */
-	page = buf->pages[idx];
-	get_page(page);
-	vmf->page = page;
-	return 0;
-}
-
-static vm_fault_t sp_vm_huge_fault(struct vm_fault *vmf, unsigned int order)
-{
-	struct vm_area_struct *vma = vmf->vma;
-	struct sp_buf *buf = vma->vm_private_data;
-	unsigned long haddr = vmf->address & PMD_MASK;
-	unsigned long idx;
-	struct folio *folio;
-
-	if (order != SP_HUGE_ORDER)
-		return VM_FAULT_FALLBACK;
-	if (haddr < vma->vm_start || haddr + PMD_SIZE > vma->vm_end)
-		return VM_FAULT_FALLBACK;
-	/* The buffer page at haddr: a 2 MiB page must start there. */
-	idx = (vmf->pgoff - ((vmf->address - haddr) >> PAGE_SHIFT)) &
-	      SP_COOKIE_PGOFF_MASK;
-	if (!IS_ALIGNED(idx, 1UL << SP_HUGE_ORDER) ||
-	    idx + (1UL << SP_HUGE_ORDER) > buf->nr_pages)
-		return VM_FAULT_FALLBACK;
-	folio = page_folio(buf->pages[idx]);
-	if (folio_order(folio) != SP_HUGE_ORDER ||
-	    &folio->page != buf->pages[idx])
-		return VM_FAULT_FALLBACK;
-	/* Takes its own folio reference and the rmap; zap drops both. */
-	return vmf_insert_folio_pmd(vmf, folio, vmf->flags & FAULT_FLAG_WRITE);
-}
-
-#if SP_NODE_POLICY
-/* The buffer's node, bound (see sp_node_policy_get()); never a reference. */
-static struct mempolicy *sp_vm_get_policy(struct vm_area_struct *vma,
-					  unsigned long addr, pgoff_t *ilx)
-{
-	struct sp_buf *buf = vma->vm_private_data;
-
-	return READ_ONCE(sp_node_pols[buf->node]);
-}
-#endif
-
-static const struct vm_operations_struct sp_vm_ops = {
-	.open = sp_vm_open,
-	.close = sp_vm_close,
-	.fault = sp_vm_fault,
-	.huge_fault = sp_vm_huge_fault,
-#if SP_NODE_POLICY
-	.get_policy = sp_vm_get_policy,
-#endif
-};
-
-/*
- * Not VM_MIXEDMAP (see the top of this file); VM_HUGEPAGE so that huge
- * faults happen under THP "madvise" too (THP "never", or MADV_NOHUGEPAGE
- * on the range, leaves 4 KiB entries).
- */
-static int sp_buf_map_pages(struct sp_buf *buf, struct vm_area_struct *vma,
-			    unsigned long pgoff)
-{
-	sp_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP | VM_HUGEPAGE);
-	sp_node_policy_get(buf->node);
-	return 0;
-}
-#else
-/*
- * 4 KiB path. Every page is inserted at mmap time; a fault only happens
- * after the PTEs were zapped (madvise(MADV_DONTNEED), fork without page
- * copy), and re-inserts the same page.
- */
-static vm_fault_t sp_vm_fault(struct vm_fault *vmf)
-{
-	struct sp_buf *buf = vmf->vma->vm_private_data;
-	unsigned long idx = vmf->pgoff & SP_COOKIE_PGOFF_MASK;
-
-	if (idx >= buf->nr_pages)
-		return VM_FAULT_SIGBUS;
-	return vmf_insert_page(vmf->vma, vmf->address, buf->pages[idx]);
-}
-
-static const struct vm_operations_struct sp_vm_ops = {
-	.open = sp_vm_open,
-	.close = sp_vm_close,
-	.fault = sp_vm_fault,
-};
-
-/*
- * No VM_IO or VM_PFNMAP: GUP refuses those, and pinning is the point.
- * VM_MIXEDMAP is what vm_insert_pages() would set itself.
- */
-static int sp_buf_map_pages(struct sp_buf *buf, struct vm_area_struct *vma,
-			    unsigned long pgoff)
-{
-	unsigned long left = vma_pages(vma);
-
-	sp_vm_flags_set(vma, VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP);
-	return vm_insert_pages(vma, vma->vm_start, buf->pages + pgoff, &left);
-}
-#endif
-
-/**
- * sp_buf_mmap() - map part of a buffer into a VMA
- * @buf: buffer; the VMA takes its own reference on success
- * @vma: shared mapping being created
- * @pgoff: first page of @buf to map
- *
- * Context: mmap handler, mmap lock held for writing.
- * Return: 0, -EINVAL for a private mapping or one beyond the buffer, or
- * vm_insert_pages()'s error (4 KiB path).
- */
-int sp_buf_mmap(struct sp_buf *buf, struct vm_area_struct *vma,
-		unsigned long pgoff)
-{
-	unsigned long npages = vma_pages(vma);
-	int ret;
-
-	mmap_assert_write_locked(vma->vm_mm);
-
-	/* A private mapping would copy on write away from the NIC's pages. */
-	if (!(vma->vm_flags & VM_SHARED))
-		return -EINVAL;
-	if (pgoff >= buf->nr_pages || npages > buf->nr_pages - pgoff)
-		return -EINVAL;
-
-	ret = sp_buf_map_pages(buf, vma, pgoff);
-	if (ret)
-		return ret;	/* the core unmaps what was inserted */
-
-	vma->vm_ops = &sp_vm_ops;
-	vma->vm_private_data = buf;
-	sp_vm_open(vma);
-	atomic64_inc(&sp_stats.mmaps);
-	return 0;
 }

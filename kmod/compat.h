@@ -12,6 +12,9 @@
 #include <linux/mm.h>
 #include <linux/huge_mm.h>
 #include <linux/module.h>
+#include <linux/mount.h>
+#include <linux/fs_context.h>
+#include <linux/shmem_fs.h>
 #include <net/genetlink.h>
 
 #include "conftest.h"
@@ -90,5 +93,54 @@ static inline struct nlattr **sp_genl_dump_attrs(struct netlink_callback *cb)
 #else
 #define sp_get_unmapped_area	NULL
 #endif
+
+/*
+ * A get_policy vm_op on shmem-backed buffer mappings (shmem.c): those are
+ * never VM_MIXEDMAP, on any kernel, so NUMA balancing would scan them.
+ * 6.7+ has the interleave-index form, 6.1-6.6 get_policy(vma, addr).
+ */
+#if defined(CONFIG_NUMA) && (defined(STRIXPEER_HAVE_VM_OPS_GET_POLICY_ILX) || \
+	defined(STRIXPEER_HAVE_VM_OPS_GET_POLICY_ADDR))
+#define SP_VM_POLICY		1
+#else
+#define SP_VM_POLICY		0
+#endif
+
+/* A buffer's shmem file: 7.x passes vma_flags_t, earlier VM_* flags. */
+static inline struct file *sp_shmem_file_setup(struct vfsmount *mnt,
+					       const char *name, loff_t size)
+{
+#ifdef STRIXPEER_HAVE_SHMEM_FILE_SETUP_VMA_FLAGS
+	return shmem_file_setup_with_mnt(mnt, name, size, EMPTY_VMA_FLAGS);
+#else
+	return shmem_file_setup_with_mnt(mnt, name, size, 0);
+#endif
+}
+
+/*
+ * The folio at @index of a shmem file, allocated with @gfp if absent, with
+ * a reference. 6.1 has the page form only; its reference is the folio's.
+ */
+static inline struct folio *sp_shmem_read_folio(struct address_space *mapping,
+						pgoff_t index, gfp_t gfp)
+{
+#ifdef STRIXPEER_HAVE_SHMEM_READ_FOLIO_GFP
+	return shmem_read_folio_gfp(mapping, index, gfp);
+#else
+	struct page *page = shmem_read_mapping_page_gfp(mapping, index, gfp);
+
+	return IS_ERR(page) ? ERR_CAST(page) : page_folio(page);
+#endif
+}
+
+/* An internal mount: fc_mount_longterm() where it exists (7.x). */
+static inline struct vfsmount *sp_fc_mount(struct fs_context *fc)
+{
+#ifdef STRIXPEER_HAVE_FC_MOUNT_LONGTERM
+	return fc_mount_longterm(fc);
+#else
+	return fc_mount(fc);
+#endif
+}
 
 #endif /* _STRIXPEER_COMPAT_H */

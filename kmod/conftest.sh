@@ -117,4 +117,37 @@ probe VM_OPS_GET_POLICY_ILX \
 	'struct mempolicy *sp_probe_gp(struct vm_area_struct *v, unsigned long a, pgoff_t *i) { return NULL; }' \
 	'const struct vm_operations_struct sp_probe_ops = { .get_policy = sp_probe_gp };'
 
+# 6.1-6.6: get_policy(vma, addr), before ddc1a5cbc05d gave it the
+# interleave index. shmem.c's get_policy on shmem-backed buffer mappings
+# takes this form there.
+probe VM_OPS_GET_POLICY_ADDR \
+	'#include <linux/mm.h>' \
+	'#include <linux/mempolicy.h>' \
+	'struct mempolicy *sp_probe_gp(struct vm_area_struct *v, unsigned long a);' \
+	'struct mempolicy *sp_probe_gp(struct vm_area_struct *v, unsigned long a) { return NULL; }' \
+	'const struct vm_operations_struct sp_probe_ops = { .get_policy = sp_probe_gp };'
+
+# 7.x: shmem_file_setup_with_mnt() takes vma_flags_t (EMPTY_VMA_FLAGS,
+# mk_vma_flags()) instead of unsigned long VM_* flags.
+probe SHMEM_FILE_SETUP_VMA_FLAGS \
+	'#include <linux/mm.h>' \
+	'#include <linux/shmem_fs.h>' \
+	'struct file *sp_probe(struct vfsmount *m);' \
+	'struct file *sp_probe(struct vfsmount *m) { return shmem_file_setup_with_mnt(m, "x", 0, EMPTY_VMA_FLAGS); }'
+
+# shmem_read_folio_gfp(): in 6.12.118 and 7.2.13, not in 6.1.192, which
+# has only shmem_read_mapping_page_gfp().
+probe SHMEM_READ_FOLIO_GFP \
+	'#include <linux/shmem_fs.h>' \
+	'struct folio *sp_probe(struct address_space *m);' \
+	'struct folio *sp_probe(struct address_space *m) { return shmem_read_folio_gfp(m, 0, GFP_KERNEL); }'
+
+# 7.x: fc_mount_longterm(), fc_mount() for an internal (MNT_NS_INTERNAL)
+# mount, whose mntput() takes the cheap path.
+probe FC_MOUNT_LONGTERM \
+	'#include <linux/fs_context.h>' \
+	'#include <linux/mount.h>' \
+	'struct vfsmount *sp_probe(struct fs_context *fc);' \
+	'struct vfsmount *sp_probe(struct fs_context *fc) { return fc_mount_longterm(fc); }'
+
 echo "#endif"

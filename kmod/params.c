@@ -14,6 +14,7 @@
 #include <linux/nodemask.h>
 #include <linux/numa.h>
 #include <linux/sizes.h>
+#include <linux/string.h>
 
 #include "strixpeer.h"
 
@@ -110,3 +111,45 @@ module_param_cb(max_peer_pinned_per_user, &sp_peer_pinned_ops,
 		&sp_max_peer_pinned_per_user, 0644);
 MODULE_PARM_DESC(max_peer_pinned_per_user,
 		 "Most GPU bytes one user's PeerDirect registrations may pin, CAP_IPC_LOCK too (default 0: only RLIMIT_MEMLOCK)");
+
+/*
+ * allocator: where new buffers' pages come from. "pages" (default):
+ * alloc_pages_node(), 2 MiB first (buffer.c). "shmem": a file of a private
+ * tmpfs mount per node (shmem.c), which GUP-fast pins 512 pages at a time
+ * on every kernel. A write changes the allocator of buffers made after
+ * it; each buffer keeps the one it was made with. Not through config-set.
+ */
+int sp_allocator = SP_ALLOC_PAGES;
+
+static const char * const sp_allocator_names[] = {
+	[SP_ALLOC_PAGES] = "pages",
+	[SP_ALLOC_SHMEM] = "shmem",
+};
+
+static int sp_set_allocator(const char *val, const struct kernel_param *kp)
+{
+	int v = sysfs_match_string(sp_allocator_names, val);
+
+	if (v < 0)
+		return -EINVAL;
+	/* shmem.c needs tmpfs (not ramfs) and huge tmpfs pages */
+	if (v == SP_ALLOC_SHMEM && !(IS_ENABLED(CONFIG_SHMEM) &&
+				     IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE)))
+		return -EOPNOTSUPP;
+	WRITE_ONCE(*(int *)kp->arg, v);
+	return 0;
+}
+
+static int sp_get_allocator(char *buffer, const struct kernel_param *kp)
+{
+	return scnprintf(buffer, PAGE_SIZE, "%s\n",
+			 sp_allocator_names[READ_ONCE(*(int *)kp->arg)]);
+}
+
+static const struct kernel_param_ops sp_allocator_ops = {
+	.set = sp_set_allocator,
+	.get = sp_get_allocator,
+};
+module_param_cb(allocator, &sp_allocator_ops, &sp_allocator, 0644);
+MODULE_PARM_DESC(allocator,
+		 "Allocator of new buffers: pages (default) or shmem");

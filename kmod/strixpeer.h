@@ -169,6 +169,10 @@ struct sp_import {
  *	released (WRITE_ONCE under the file's bufs xa_lock; a snapshot)
  * @exp_lock: protects @exp_list
  * @exp_list: struct sp_export of every live dma-buf of the buffer
+ * @allocator: SP_ALLOC_PAGES or SP_ALLOC_SHMEM, the allocator parameter's
+ *	value when the buffer was made; kept for the buffer's life
+ * @shm_file: SP_ALLOC_SHMEM: the shmem file whose folios @pages holds (one
+ *	reference of ours per folio) and which its mappings map; else NULL
  */
 struct sp_buf {
 	struct kref ref;
@@ -191,6 +195,8 @@ struct sp_buf {
 	u32 handle;
 	spinlock_t exp_lock;
 	struct list_head exp_list;
+	int allocator;
+	struct file *shm_file;
 };
 
 /**
@@ -236,9 +242,22 @@ extern unsigned long sp_max_pinned_bytes;
 extern int sp_default_node;
 extern bool sp_require_huge;
 extern unsigned long sp_max_peer_pinned_per_user;
+extern int sp_allocator;
+
+/* The allocator parameter's values (params.c, shmem.c) */
+#define SP_ALLOC_PAGES	0	/* alloc_pages_node(), today's allocator */
+#define SP_ALLOC_SHMEM	1	/* a file of a private per-node tmpfs mount */
 
 struct sp_buf *sp_buf_create(u64 size, int node, bool huge_only);
 struct sp_buf *sp_buf_get_next(unsigned long *id);
+void sp_put_pages(struct page **pages, unsigned long nr);
+void sp_node_policy_get(int node);
+struct mempolicy *sp_node_policy(int node);
+
+/* shmem.c: the shmem allocator */
+int sp_shm_fill(struct sp_buf *buf, bool huge_only);
+void sp_shm_free(struct sp_buf *buf);
+void sp_shm_exit(void);
 bool sp_buf_pinned(const struct sp_buf *buf);
 void sp_buf_snapshot(struct sp_event_buf *eb, const struct sp_buf *buf);
 void sp_buf_event(const struct sp_buf *buf, u8 cmd);

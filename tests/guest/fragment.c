@@ -36,6 +36,9 @@
  *   sp         the BUF_ALLOC ioctl, flags 0 (2 MiB pages first)
  *   sp-huge    the same with SP_ALLOC_HUGE_ONLY
  *   thp        anonymous memory, mbind() to the node, MADV_HUGEPAGE
+ *   shm        like sp, with the module's allocator parameter at shmem
+ *              (kmod/shmem.c; set for the allocation, then back to pages)
+ *   shm-huge   like sp-huge, with allocator=shmem
  * mapped and touched every 4 KiB (timed until every page is present),
  * under each THP defrag value of -d (default "madvise always never";
  * restored at exit). Reported: success, the share in 2 MiB pages
@@ -51,6 +54,8 @@
 
 #define MAX_VM 96
 #define DEFRAG "/sys/kernel/mm/transparent_hugepage/defrag"
+#define ALLOCATOR "/sys/module/strixpeer/parameters/allocator"
+#define MAX_KINDS 6
 
 static uint64_t want_size = 256 * MiB;
 static FILE *json;
@@ -247,15 +252,22 @@ static void measure(const char *kind, uint64_t size, struct result *r)
 	struct vmstat before, after;
 	double t0;
 
+	bool shm = !strncmp(kind, "shm", 3);
+	bool huge = !strcmp(kind, "sp-huge") || !strcmp(kind, "shm-huge");
+
 	memset(r, 0, sizeof(*r));
+	if (shm && !sp_write_file(ALLOCATOR, "shmem"))
+		die("cannot write shmem to %s: %s", ALLOCATOR, strerror(errno));
 	vmstat_read(&before);
 	t0 = now();
 	if (!strcmp(kind, "thp"))
 		measure_thp(size, r);
 	else
-		measure_sp(strcmp(kind, "sp-huge") ? 0 : STRIXPEER_ALLOC_HUGE_ONLY, size, r);
+		measure_sp(huge ? STRIXPEER_ALLOC_HUGE_ONLY : 0, size, r);
 	if (r->ok)
 		r->secs -= t0;
+	if (shm && !sp_write_file(ALLOCATOR, "pages"))
+		die("cannot write pages to %s: %s", ALLOCATOR, strerror(errno));
 	vmstat_read(&after);
 	vmstat_delta(&before, &after, r->vm_txt, sizeof(r->vm_txt), r->vm_js, sizeof(r->vm_js));
 }
@@ -343,11 +355,11 @@ int main(int argc, char **argv)
 	const char *arg[128] = { ['n'] = "1", ['s'] = "256", ['m'] = "16",
 		['v'] = "movable pinned unmovable", ['d'] = "madvise always never",
 		['k'] = "sp sp-huge thp" };
-	char *variants[4], *defrags[4], *kinds[4], path[64], saved[32];
+	char *variants[4], *defrags[4], *kinds[MAX_KINDS], path[64], saved[32];
 	int nv, nd, nk, opt, rc = 0;
 	bool back;
 	uint64_t free0, huge0, size, end_free;
-	struct result fresh[4];
+	struct result fresh[MAX_KINDS];
 
 	while ((opt = getopt(argc, argv, "n:s:m:v:d:k:j:")) != -1) {
 		if (opt == '?') {
@@ -366,14 +378,15 @@ int main(int argc, char **argv)
 	}
 	nv = words(strdup(arg['v']), variants, 4);
 	nd = words(strdup(arg['d']), defrags, 4);
-	nk = words(strdup(arg['k']), kinds, 4);
+	nk = words(strdup(arg['k']), kinds, MAX_KINDS);
 	for (int i = 0; i < nv; i++)
 		if (strcmp(variants[i], "movable") && strcmp(variants[i], "pinned") &&
 		    strcmp(variants[i], "unmovable"))
 			die("unknown variant %s (movable, pinned, unmovable)", variants[i]);
 	for (int i = 0; i < nk; i++)
-		if (strcmp(kinds[i], "sp") && strcmp(kinds[i], "sp-huge") && strcmp(kinds[i], "thp"))
-			die("unknown kind %s (sp, sp-huge, thp)", kinds[i]);
+		if (strcmp(kinds[i], "sp") && strcmp(kinds[i], "sp-huge") && strcmp(kinds[i], "thp") &&
+		    strcmp(kinds[i], "shm") && strcmp(kinds[i], "shm-huge"))
+			die("unknown kind %s (sp, sp-huge, thp, shm, shm-huge)", kinds[i]);
 	uname(&uts);
 	if (geteuid()) {
 		printf("fragment: SKIP needs root (pagemap's physical addresses, THP settings)\n");

@@ -8,7 +8,8 @@
 # boots it (tests/vm/run-vm.sh; 2 GiB in two nodes of 1 GiB unless
 # STRIXPEER_VM_MEM says otherwise), loads strixpeer and runs
 # build/tests/fragment $SP_FRAG_ARGS (default "-n 1": node 1, which holds
-# no kernel image). Results in build/bench-frag/<kernel>/: fragment.txt
+# no kernel image; SP_FRAG_ARGS="-n 1 -k sp,sp-huge,thp,shm,shm-huge" adds
+# the module's allocator=shmem). Results in build/bench-frag/<kernel>/: fragment.txt
 # (the table), fragment.json (one object per allocation), console.log.
 # Numbers are qemu TCG figures of one run: only the shares and the ratios
 # within one run mean anything (docs/performance.md).
@@ -44,7 +45,8 @@ for name in $want; do
 	out=$PWD/build/bench-frag/$name
 	rm -rf "$out"
 	mkdir -p "$out"
-	if ! tests/vm/build-module.sh "$kver" > "$out/build.log" 2>&1; then
+	# W=1 as make check-one builds: the same cached build serves both
+	if ! tests/vm/build-module.sh "$kver" W=1 > "$out/build.log" 2>&1; then
 		echo "bench-frag: $name: module build failed (see $out/build.log)"
 		rc=1
 		continue

@@ -13,6 +13,10 @@
 # times, compared by bench-calibrate.py. Then, where the kernel has the
 # real peer-memory core (6.12), a second run under it for the
 # gpu-peerdirect kind ($SP_OUT/realcore/; SP_BENCH_REALCORE=0 leaves it out).
+# SP_BENCH_ALLOCATORS="pages shmem" runs 'strixpeerctl bench' once per
+# value of the module's allocator parameter instead of once, in this boot,
+# into $SP_OUT/alloc-<value>/ (issue 48's side-by-side measurement); the
+# parameter is back at pages afterwards.
 set -u
 ko=$1
 shift
@@ -50,13 +54,34 @@ for n in 0 1; do
 	echo "bench: node $n: $(cat "$f" 2> /dev/null) hugetlb pages of 2 MiB"
 done
 
-echo "bench: strixpeerctl bench $*"
-start=$(date +%s)
-taskset -c 0 build/strixpeerctl bench --out "$out" "$@" > "$out/bench-stdout.txt" 2> "$out/bench-progress.txt"
-brc=$?
-echo "bench: strixpeerctl bench exit $brc, $(( $(date +%s) - start )) s"
-[ $brc -eq 0 ] || rc=1
-cat "$out/bench-stdout.txt"
+allocparam=/sys/module/strixpeer/parameters/allocator
+if [ -n "${SP_BENCH_ALLOCATORS:-}" ]; then
+	for a in $SP_BENCH_ALLOCATORS; do
+		if ! echo "$a" > "$allocparam"; then
+			echo "bench: allocator=$a refused by the module"
+			rc=1
+			continue
+		fi
+		mkdir -p "$out/alloc-$a"
+		echo "bench: allocator=$(cat "$allocparam"): strixpeerctl bench $*"
+		start=$(date +%s)
+		taskset -c 0 build/strixpeerctl bench --out "$out/alloc-$a" "$@" \
+			> "$out/alloc-$a/bench-stdout.txt" 2> "$out/alloc-$a/bench-progress.txt"
+		brc=$?
+		echo "bench: allocator=$a: exit $brc, $(( $(date +%s) - start )) s"
+		[ $brc -eq 0 ] || rc=1
+		cat "$out/alloc-$a/bench-stdout.txt"
+	done
+	echo pages > "$allocparam" || rc=1
+else
+	echo "bench: strixpeerctl bench $*"
+	start=$(date +%s)
+	taskset -c 0 build/strixpeerctl bench --out "$out" "$@" > "$out/bench-stdout.txt" 2> "$out/bench-progress.txt"
+	brc=$?
+	echo "bench: strixpeerctl bench exit $brc, $(( $(date +%s) - start )) s"
+	[ $brc -eq 0 ] || rc=1
+	cat "$out/bench-stdout.txt"
+fi
 
 # Calibration: perftest's ib_write_bw / ib_write_lat cannot wait for
 # completions by events ("Events feature not available on WRITE verb"), so

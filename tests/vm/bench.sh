@@ -16,6 +16,9 @@
 #                     figures only, 1 GiB, and WRITE at 64 KiB - 8 MiB)
 #   SP_BENCH_PERFTEST_REPEAT  perftest calibration runs (default 3; 0: none)
 #   SP_BENCH_REALCORE  0 leaves out the second run under the real core
+#   SP_BENCH_ALLOCATORS  one run per value of the module's allocator
+#                     parameter ("pages shmem"), in the same boot, into
+#                     build/bench/<name>/alloc-<value>/ (bench-guest.sh)
 #   STRIXPEER_VM_MEM  VM memory in MiB (default 6144: two nodes of 3 GiB)
 # Only ratios within one run mean anything under emulation.
 set -u
@@ -35,7 +38,8 @@ while read -r name kver _; do
 	out=$repo/build/bench/$name
 	rm -rf "$out"
 	mkdir -p "$out"
-	if ! tests/vm/build-module.sh "$kver" > "$out/build.log" 2>&1; then
+	# W=1 as make check-one builds: the same cached build serves both
+	if ! tests/vm/build-module.sh "$kver" W=1 > "$out/build.log" 2>&1; then
 		echo "bench: $name: module build failed (see $out/build.log)"
 		rc=1
 		continue
@@ -51,6 +55,9 @@ while read -r name kver _; do
 	vrc=$?
 	echo "bench: $name: $(( $(date +%s) - t0 )) s, exit $vrc; results in $out"
 	[ -f "$out/bench.txt" ] && cat "$out/bench.txt" && cat "$out/calibration.txt" 2> /dev/null
+	for a in ${SP_BENCH_ALLOCATORS:-}; do
+		[ ! -f "$out/alloc-$a/bench.txt" ] || { echo "== $name, allocator=$a"; cat "$out/alloc-$a/bench.txt"; }
+	done
 	[ ! -f "$out/realcore/bench.txt" ] || { echo "== $name, under the real peer-memory core"; cat "$out/realcore/bench.txt"; }
 	[ $vrc -eq 0 ] || rc=1
 done < <(tests/vm/kernels.sh list)

@@ -13,7 +13,11 @@
  *     mmap offset, handle << 40; it names the buffer when the process
  *     also has the file open with that handle (after BUF_FREE or close
  *     the handle is gone and the mapping is reported unattributed);
- *   - the processes with an fd or a mapping of one of its dma-bufs.
+ *   - the processes with an fd or a mapping of one of its dma-bufs;
+ *   - for a buffer made with allocator=shmem, every process mapping it,
+ *     through /dev/strixpeer or a dma-buf alike: the mapping maps the
+ *     buffer's shmem file, which maps shows as "/strixpeer:<id> (deleted)"
+ *     and which names the buffer itself.
  * A dma-buf alive with none of those is held where no /proc shows it: an
  * fd in flight in a unix socket (sent, not yet received), or the kernel
  * (an importer: an MR, a GPU import). Only root sees every process's
@@ -135,6 +139,25 @@ static void scan_fds(struct sp_holders *h, int pid, const char *comm,
 	closedir(dir);
 }
 
+/*
+ * A shmem-backed buffer's mapping: maps names its file
+ * "/strixpeer:<id> (deleted)" (kmod/shmem.c).
+ */
+static bool shmem_buf_id(const char *path, uint32_t *id)
+{
+	unsigned long v;
+	char *end;
+
+	if (strncmp(path, "/strixpeer:", 11) || !isdigit((unsigned char)path[11]))
+		return false;
+	errno = 0;
+	v = strtoul(path + 11, &end, 10);
+	if (errno || !v || v > UINT32_MAX || strncmp(end, " (deleted)", 10))
+		return false;
+	*id = (uint32_t)v;
+	return true;
+}
+
 static void scan_maps(struct sp_holders *h, int pid, const char *comm,
 		      const struct stat *dev)
 {
@@ -159,6 +182,9 @@ static void scan_maps(struct sp_holders *h, int pid, const char *comm,
 		    makedev(maj, min) == dev->st_dev) {
 			x.kind = SP_HOLD_MAP;
 			x.handle = (uint32_t)(off >> SP_COOKIE_SHIFT);
+			hold_add(h, &x);
+		} else if (shmem_buf_id(line + pos, &x.buf_id)) {
+			x.kind = SP_HOLD_MAP;	/* named: no handle to resolve */
 			hold_add(h, &x);
 		} else if (strstr(line + pos, "dmabuf")) {
 			x.kind = SP_HOLD_DMABUF_MAP;
@@ -197,7 +223,7 @@ int sp_holders_scan(struct sp_holders *h)
 	for (size_t i = 0; i < h->n; i++) {
 		struct sp_hold *m = &h->v[i];
 
-		if (m->kind != SP_HOLD_MAP)
+		if (m->kind != SP_HOLD_MAP || m->buf_id)
 			continue;
 		for (size_t j = 0; j < h->n; j++) {
 			struct sp_hold *o = &h->v[j];
