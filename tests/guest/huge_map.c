@@ -39,31 +39,6 @@ static bool expect_huge(void)
 	return sp_kernel_has("vmf_insert_folio_pmd") && !thp_never();
 }
 
-/* A field (kB) of the smaps entry of the VMA holding @addr, in bytes. */
-static uint64_t smaps_field(const void *addr, const char *field)
-{
-	char line[512];
-	bool in = false;
-	uint64_t kb = 0;
-	FILE *f = fopen("/proc/self/smaps", "re");
-
-	CHECK(f, "smaps: %s", strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-
-		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
-			in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
-			continue;
-		}
-		if (in && !strncmp(line, field, strlen(field)) && line[strlen(field)] == ':') {
-			kb = strtoull(line + strlen(field) + 1, NULL, 10);
-			break;
-		}
-	}
-	fclose(f);
-	return kb * 1024;
-}
-
 /* Bytes of [p, p + len) that PAGEMAP_SCAN reports as huge; -1: no ioctl. */
 static int64_t scan_huge(const void *p, uint64_t len)
 {
@@ -103,7 +78,7 @@ static void touch(uint8_t *p, uint64_t len)
 static void check_pmd_range(const uint8_t *p, uint64_t len, uint64_t lo, uint64_t hi)
 {
 	bool huge = expect_huge();
-	uint64_t got = smaps_field(p, "FilePmdMapped");
+	uint64_t got = sp_smaps_field(p, "FilePmdMapped");
 	int64_t scanned = scan_huge(p, len);
 
 	if (!huge)
@@ -198,7 +173,7 @@ static void huge_pages_mapped_huge(void)
 		      (unsigned long long)off);
 	}
 	tap_diag("64 MiB buffer: FilePmdMapped %llu MiB, PAGEMAP_SCAN huge %lld bytes",
-		 (unsigned long long)(smaps_field(p, "FilePmdMapped") / MiB),
+		 (unsigned long long)(sp_smaps_field(p, "FilePmdMapped") / MiB),
 		 (long long)scan_huge(p, a.size));
 	munmap(p, a.size);
 	close(fd);
@@ -292,7 +267,7 @@ static void fork_shares_huge_pages(void)
 	if (pid == 0) {
 		if (sp_verify(p, a.size, 0, 14) >= 0)
 			_exit(2);
-		if (smaps_field(p, "FilePmdMapped") != (expect_huge() ? a.size : 0))
+		if (sp_smaps_field(p, "FilePmdMapped") != (expect_huge() ? a.size : 0))
 			_exit(3);
 		sp_fill(p, a.size, 0, 15);
 		_exit(0);

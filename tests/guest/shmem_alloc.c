@@ -95,32 +95,6 @@ static void check_shmem_named(const void *addr, uint32_t id)
 	CHECK(!strcmp(got, want), "maps names the mapping \"%s\", not \"%s\"", got, want);
 }
 
-/* A smaps field (kB) of the VMA holding @addr, in bytes. */
-static uint64_t smaps_field(const void *addr, const char *field)
-{
-	char line[512];
-	bool in = false;
-	uint64_t kb = 0;
-	FILE *f = fopen("/proc/self/smaps", "re");
-
-	CHECK(f, "smaps: %s", strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		char c;
-
-		if (sscanf(line, "%lx-%lx%c", &lo, &hi, &c) == 3 && c == ' ') {
-			in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
-			continue;
-		}
-		if (in && !strncmp(line, field, strlen(field)) && line[strlen(field)] == ':') {
-			kb = strtoull(line + strlen(field) + 1, NULL, 10);
-			break;
-		}
-	}
-	fclose(f);
-	return kb * 1024;
-}
-
 static long module_refcnt(void)
 {
 	char v[32];
@@ -210,7 +184,7 @@ static void test_pmd_mapped(void)
 	p = sp_raw_map(fd, &a);
 	CHECK((uintptr_t)p % HUGE_SZ == 0, "mapping at %p is not 2 MiB aligned", (void *)p);
 	sp_fill(p, LEN, 0, 3);
-	pmd = smaps_field(p, "ShmemPmdMapped");
+	pmd = sp_smaps_field(p, "ShmemPmdMapped");
 	tap_diag("page_size %llu, chunks %u, ShmemPmdMapped %llu of %llu",
 		 (unsigned long long)info.page_size, info.nr_chunks,
 		 (unsigned long long)pmd, (unsigned long long)LEN);
@@ -228,7 +202,7 @@ static void test_pmd_mapped(void)
 	set_allocator("pages");
 	p = sp_raw_map(fd, &a);
 	sp_fill(p, LEN, 0, 4);
-	pmd = smaps_field(p, "ShmemPmdMapped");
+	pmd = sp_smaps_field(p, "ShmemPmdMapped");
 	CHECK(pmd == LEN, "huge-only shmem buffer: ShmemPmdMapped %llu, not %llu",
 	      (unsigned long long)pmd, (unsigned long long)LEN);
 	CHECK_OK(munmap(p, LEN));

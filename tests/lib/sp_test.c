@@ -82,6 +82,32 @@ uint64_t sp_meminfo(int node, const char *field)
 	return kb * 1024;
 }
 
+uint64_t sp_smaps_field(const void *addr, const char *field)
+{
+	char line[512];
+	bool in = false;
+	uint64_t kb = 0;
+	FILE *f = fopen("/proc/self/smaps", "re");
+
+	CHECK(f, "smaps: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char c;
+
+		/* a VMA's first line: "lo-hi perms ..."; fields are "Name: N kB" */
+		if (sscanf(line, "%lx-%lx%c", &lo, &hi, &c) == 3 && c == ' ') {
+			in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+			continue;
+		}
+		if (in && !strncmp(line, field, strlen(field)) && line[strlen(field)] == ':') {
+			kb = strtoull(line + strlen(field) + 1, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return kb * 1024;
+}
+
 uint64_t sp_free_bytes(int node)
 {
 	char line[256];

@@ -50,6 +50,9 @@ struct sp_stats sp_test_stats(void);
 /* A field of /proc/meminfo (or a node's meminfo when node >= 0), bytes. */
 uint64_t sp_meminfo(int node, const char *field);
 
+/* A field (kB) of the smaps entry of this process's VMA holding @addr, bytes. */
+uint64_t sp_smaps_field(const void *addr, const char *field);
+
 /*
  * Free memory in bytes, of one node or all (node < 0): the buddy
  * allocator's free pages plus the pages parked in per-cpu lists, which
